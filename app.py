@@ -1,0 +1,47 @@
+"""MedHELM Calibrate, the Streamlit entry point: sign-in and navigation only.
+
+Run with ``medhelm demo`` or ``streamlit run app.py``; the database comes from MEDHELM_DATABASE_URL.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+from sqlmodel import Session
+
+from medhelm_core.users import verify_credentials
+from pages.common import current_user, engine, sign_in, sign_out
+
+st.set_page_config(page_title="MedHELM Calibrate", layout="wide")
+
+
+def sign_in_form() -> None:
+    st.title("MedHELM Calibrate")
+    st.caption("Calibrating an LLM jury against clinicians.")
+    with st.form("sign_in"):
+        username = st.text_input("Username")
+        password = st.text_input("Password", type="password")
+        submitted = st.form_submit_button("Sign in", type="primary")
+    if submitted:
+        with Session(engine()) as session, session.begin():
+            user = verify_credentials(session, username.strip(), password)
+            if user is not None:
+                sign_in(user)
+        if user is None:
+            st.error("Unknown username or wrong password.")
+        else:
+            st.rerun()
+
+
+who = current_user()
+if who is None:
+    st.navigation([st.Page(sign_in_form, title="Sign in", icon=":material/login:")], position="hidden").run()
+else:
+    pages = [st.Page("pages/home.py", title="Studies", icon=":material/home:", default=True)]
+    if who.role in ("researcher", "admin"):
+        pages.append(st.Page("pages/data.py", title="Data", icon=":material/database:"))
+    with st.sidebar:
+        st.write(f"Signed in as **{who.display_name}** ({who.role})")
+        if st.button("Sign out"):
+            sign_out()
+            st.rerun()
+    st.navigation(pages).run()

@@ -1,0 +1,66 @@
+"""``medhelm demo``: seed the demo study and accounts, then start the app."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+
+from medhelm_core.cli.common import JsonOption, app, emit, engine_for
+from medhelm_core.db import describe_url
+from medhelm_core.errors import MedhelmError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@app.command("demo")
+def demo_cmd(
+    ctx: typer.Context,
+    start: bool = typer.Option(True, "--start/--no-start", help="Start the app after seeding."),
+    port: int = typer.Option(8501, "--port", help="Port for the app (bound to localhost)."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Seed the demo study, the MedHELM validation study and demo accounts (idempotent); start the app."""
+    from medhelm_core.demo import DEMO_ACCOUNTS, seed_demo
+
+    url = ctx.obj["database_url"]
+    report = seed_demo(engine_for(ctx, check_schema=False))
+    lines = [f"database: {describe_url(url)}"]
+    for name, r in report.studies.items():
+        lines.append(
+            f"study {name}: {r.items_created} items created, {r.items_unchanged} unchanged"
+            + (f", {r.ratings_written} ratings written" if r.ratings_written else "")
+        )
+    lines.append("demo accounts (for this local demo only):")
+    lines += [f"  {user:<12} {role:<11} password: {pw}" for user, role, pw in DEMO_ACCOUNTS]
+    emit(
+        {"database": describe_url(url), "accounts_created": report.accounts_created,
+         "studies": {k: v.__dict__ for k, v in report.studies.items()}},
+        as_json,
+        "\n".join(lines),
+    )
+    if start:
+        run_app(url, port)
+
+
+def run_app(url: str, port: int) -> None:
+    """Run ``streamlit run app.py`` against ``url`` until interrupted (telemetry off, localhost only)."""
+    app_file = REPO / "app.py"
+    if not app_file.is_file():
+        raise MedhelmError(f"cannot find the app at {app_file}; run from a clone of the repository")
+    env = {**os.environ, "MEDHELM_DATABASE_URL": url}
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", str(app_file),
+        "--server.port", str(port),
+        "--server.address", "localhost",
+        "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
+    ]
+    typer.echo(f"starting the app on http://localhost:{port} (Ctrl-C to stop)")
+    try:
+        subprocess.run(cmd, cwd=REPO, env=env, check=False)
+    except KeyboardInterrupt:
+        pass

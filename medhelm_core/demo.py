@@ -1,0 +1,72 @@
+"""Seed the bundled demo: a demo study of written-for-the-project items, demo accounts, and the real
+MedHELM validation ratings as a second study. Seeding is idempotent: running it again changes nothing.
+
+No judge verdicts are invented for the demo study; its jury runs when a researcher configures a judge.
+The MedHELM study carries the paper's recorded jury means, labelled as recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from medhelm_core.db import transaction
+from medhelm_core.importers import ImportReport, import_paths
+from medhelm_core.models import User
+from medhelm_core.schema import upgrade_database
+from medhelm_core.studies import get_or_create_study
+from medhelm_core.users import add_user
+
+ANNOTATIONS = Path(__file__).resolve().parent.parent / "annotations"
+DEMO_ITEMS = ANNOTATIONS / "demo" / "items.jsonl"
+MEDHELM_RATINGS = ANNOTATIONS / "medhelm_validation" / "ratings.csv"
+DEMO_STUDY = "demo"
+MEDHELM_STUDY = "medhelm-validation"
+
+#: Local demo accounts (username, role, password). For a demo on your own machine only.
+DEMO_ACCOUNTS = (
+    ("admin", "admin", "admin-demo"),
+    ("researcher", "researcher", "researcher-demo"),
+    ("clinician1", "clinician", "clinician1-demo"),
+    ("clinician2", "clinician", "clinician2-demo"),
+    ("clinician3", "clinician", "clinician3-demo"),
+)
+
+
+@dataclass
+class DemoReport:
+    """What seeding did, and the accounts to print."""
+
+    accounts_created: list[str] = field(default_factory=list)
+    studies: dict[str, ImportReport] = field(default_factory=dict)
+
+
+def seed_demo(engine: Engine) -> DemoReport:
+    """Bring the database to the latest schema and seed the demo studies and accounts."""
+    upgrade_database(engine)
+    report = DemoReport()
+    with transaction(engine) as session:
+        for username, role, password in DEMO_ACCOUNTS:
+            if session.exec(select(User).where(User.username == username)).first() is None:
+                add_user(session, username, role, password, display_name=username.capitalize())
+                report.accounts_created.append(username)
+        demo, _ = get_or_create_study(
+            session,
+            DEMO_STUDY,
+            title="Demo: clinical answers from three models",
+            description="Written for this project (no real patient data): patient questions, visit notes, "
+            "treatment plans and medication questions, each answered by three models.",
+        )
+        report.studies[DEMO_STUDY] = import_paths(session, demo, [DEMO_ITEMS], "jsonl")
+        medhelm, _ = get_or_create_study(
+            session,
+            MEDHELM_STUDY,
+            title="MedHELM validation study (real clinician ratings)",
+            description="The clinician ratings behind the MedHELM paper's jury validation (arXiv 2505.23802), "
+            "with the jury's recorded mean scores. Item texts are not included in the public data.",
+        )
+        report.studies[MEDHELM_STUDY] = import_paths(session, medhelm, [MEDHELM_RATINGS], "medhelm-ratings")
+    return report

@@ -1,0 +1,55 @@
+"""Export a study's data as files (CSV, JSONL or Parquet) so it can be analysed elsewhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from sqlmodel import Session
+
+from medhelm_core.errors import ValidationError
+from medhelm_core.models import Study
+from medhelm_core.study_data import (
+    clinician_ratings_frame,
+    items_frame,
+    metrics_long_frame,
+    rating_history_frame,
+    verdicts_frame,
+)
+
+EXPORT_FORMATS = ("csv", "jsonl", "parquet")
+
+
+def export_study(session: Session, study: Study, out_dir: Path, fmt: str = "csv") -> dict[str, int]:
+    """Write items, current ratings, rating history, verdicts and metric scores to ``out_dir``.
+
+    Returns the number of rows written per file name. Files are written to a temporary name first and
+    renamed, so an interrupted export never leaves a half-written file under the final name.
+    """
+    if fmt not in EXPORT_FORMATS:
+        raise ValidationError(f"unknown export format {fmt!r}; formats are: {', '.join(EXPORT_FORMATS)}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tables = {
+        "items": items_frame(session, study),
+        "ratings": clinician_ratings_frame(session, study),
+        "rating_history": rating_history_frame(session, study),
+        "verdicts": verdicts_frame(session, study),
+        "metrics": metrics_long_frame(session, study),
+    }
+    counts: dict[str, int] = {}
+    for name, frame in tables.items():
+        target = out_dir / f"{name}.{fmt}"
+        tmp = target.with_suffix(target.suffix + ".tmp")
+        _write(frame, tmp, fmt)
+        tmp.replace(target)
+        counts[target.name] = len(frame)
+    return counts
+
+
+def _write(frame: pd.DataFrame, path: Path, fmt: str) -> None:
+    if fmt == "csv":
+        frame.to_csv(path, index=False)
+    elif fmt == "jsonl":
+        frame.to_json(path, orient="records", lines=True, force_ascii=False)
+    else:
+        frame.to_parquet(path, index=False)

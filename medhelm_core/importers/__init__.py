@@ -1,0 +1,107 @@
+"""Importers: HELM run folders, item files (JSONL, CSV, Parquet) and MedHELM's ratings CSV.
+
+:func:`import_paths` is the one entry point. It reads and validates every file first, then writes
+everything in the caller's single transaction: an import is all-or-nothing, and importing the same files
+again creates nothing new (the report counts what was unchanged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from sqlmodel import Session
+
+from medhelm_core.errors import InputFileError, ValidationError
+from medhelm_core.importers.helm import helm_records, is_run_folder
+from medhelm_core.importers.medhelm_ratings import import_medhelm_ratings, looks_like_medhelm_ratings
+from medhelm_core.importers.records import ImportReport, ItemRecord, store_items
+from medhelm_core.importers.tabular import csv_header, item_records
+from medhelm_core.models import Study
+from medhelm_core.rubric import rubric_spec
+
+FORMATS = ("helm", "jsonl", "csv", "parquet", "medhelm-ratings")
+_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+__all__ = ["FORMATS", "ImportReport", "detect_format", "import_paths", "parse_column_map"]
+
+
+def detect_format(path: Path, column_map: Mapping[str, str] | None = None) -> str:
+    """Guess the format of ``path`` from what it is: a folder is HELM, else the suffix (and the CSV header)."""
+    if path.is_dir():
+        return "helm"
+    if not path.exists():
+        raise InputFileError(path, "no such file or folder")
+    fmt = _SUFFIXES.get(path.suffix.lower())
+    if fmt is None:
+        raise InputFileError(
+            path, f"cannot tell the format from the suffix {path.suffix!r}; pass --format ({', '.join(FORMATS)})"
+        )
+    if fmt == "csv" and looks_like_medhelm_ratings(csv_header(path, column_map or {})):
+        return "medhelm-ratings"
+    return fmt
+
+
+def parse_column_map(pairs: Sequence[str]) -> dict[str, str]:
+    """``["question=input", "answer=output"]`` -> ``{"question": "input", "answer": "output"}``."""
+    mapping: dict[str, str] = {}
+    for pair in pairs:
+        theirs, sep, ours = pair.partition("=")
+        if not sep or not theirs.strip() or not ours.strip():
+            raise ValidationError(f"--map expects THEIRS=OURS, got {pair!r}")
+        mapping[theirs.strip()] = ours.strip()
+    return mapping
+
+
+def import_paths(
+    session: Session,
+    study: Study,
+    paths: Sequence[str | Path],
+    fmt: str | None = None,
+    column_map: Mapping[str, str] | None = None,
+) -> ImportReport:
+    """Import ``paths`` into ``study`` inside the caller's transaction and report the counts.
+
+    Parameters
+    ----------
+    session
+        A session inside a transaction; the caller commits (or everything is rolled back on error).
+    study
+        The study the items belong to.
+    paths
+        Files or folders; a HELM suite folder imports all its runs.
+    fmt
+        One of :data:`FORMATS`, or None to detect each path's format.
+    column_map
+        Renames of columns (their name -> ours) for tabular files.
+    """
+    if fmt is not None and fmt not in FORMATS:
+        raise ValidationError(f"unknown format {fmt!r}; formats are: {', '.join(FORMATS)}")
+    mapping = dict(column_map or {})
+    report = ImportReport()
+    item_batch: list[ItemRecord] = []
+    ratings_files: list[Path] = []
+    formats: set[str] = set()
+    for raw in paths:
+        path = Path(raw)
+        kind = fmt or detect_format(path, mapping)
+        if kind == "helm" and not path.is_dir():
+            raise InputFileError(path, "a HELM import needs a run or suite folder")
+        if kind != "helm" and path.is_dir() and not is_run_folder(path):
+            raise InputFileError(path, f"is a folder; --format {kind} needs a file")
+        formats.add(kind)
+        report.files.append(str(path))
+        if kind == "helm":
+            item_batch.extend(helm_records(path, report))
+        elif kind == "medhelm-ratings":
+            ratings_files.append(path)
+        else:
+            item_batch.extend(item_records(path, kind, mapping))
+    report.format = ",".join(sorted(formats))
+    if item_batch:
+        store_items(session, study, item_batch, report)
+    if ratings_files:
+        rubric = rubric_spec(session, study.rubric_id)
+        for path in ratings_files:
+            import_medhelm_ratings(session, study, rubric, path, mapping, report)
+    return report

@@ -1,0 +1,108 @@
+"""Writing a clinician's rating: validated against the rubric, appended to the history, one transaction.
+
+Callers pass a session that is inside a transaction (see :func:`medhelm_core.db.transaction`); nothing
+here commits, so an import of many ratings is still all-or-nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from medhelm_core.errors import ValidationError
+from medhelm_core.models import Item, Rating, RatingFlag, RatingSubmission, User, utcnow
+from medhelm_core.rubric import RubricSpec
+
+
+def record_rating(
+    session: Session,
+    *,
+    item: Item,
+    rater: User,
+    rubric: RubricSpec,
+    scores: Mapping[str, object],
+    comment: str = "",
+    flag: str | None = None,
+    request_id: str | None = None,
+    elapsed_seconds: float | None = None,
+) -> tuple[RatingSubmission, bool]:
+    """Store one submission of ``rater``'s scores for ``item``; returns ``(submission, written)``.
+
+    Every criterion of the rubric needs a score on its scale, unless a flag says the output could not be
+    rated (then scores may be left out). A repeated ``request_id`` (double click, rerun) returns the earlier
+    submission and writes nothing. A submission identical to the current one writes nothing either, so
+    re-importing the same file is idempotent; a changed one becomes the next revision.
+    """
+    if request_id is not None:
+        earlier = session.exec(
+            select(RatingSubmission).where(RatingSubmission.request_id == request_id)
+        ).first()
+        if earlier is not None:
+            return earlier, False
+    if flag is not None and flag not in {f.value for f in RatingFlag}:
+        raise ValidationError(
+            f"unknown flag {flag!r}; flags are: {', '.join(f.value for f in RatingFlag)}"
+        )
+    unknown = set(scores) - set(rubric.criterion_names)
+    if unknown:
+        raise ValidationError(f"criteria not in rubric {rubric.name}: {', '.join(sorted(unknown))}")
+    clean: dict[str, int] = {}
+    missing: list[str] = []
+    for criterion in rubric.criteria:
+        value = scores.get(criterion.name)
+        if value is None or value == "":
+            missing.append(criterion.label)
+            continue
+        clean[criterion.name] = criterion.check_score(value)
+    if missing and flag is None:
+        raise ValidationError(f"please score every criterion: {', '.join(missing)} left empty")
+
+    latest = session.exec(
+        select(RatingSubmission)
+        .where(RatingSubmission.item_id == item.id, RatingSubmission.rater_id == rater.id)
+        .order_by(RatingSubmission.revision.desc())
+        .limit(1)
+    ).first()
+    if latest is not None and (latest.scores, latest.comment, latest.flag) == (clean, comment, flag):
+        return latest, False
+    revision = (latest.revision + 1) if latest is not None else 1
+    submission = RatingSubmission(
+        item_id=item.id,
+        rater_id=rater.id,
+        revision=revision,
+        scores=clean,
+        comment=comment,
+        flag=flag,
+        request_id=request_id,
+        elapsed_seconds=elapsed_seconds,
+    )
+    session.add(submission)
+    session.flush()
+
+    current = {
+        r.criterion: r
+        for r in session.exec(
+            select(Rating).where(Rating.item_id == item.id, Rating.rater_id == rater.id)
+        ).all()
+    }
+    now = utcnow()
+    for name, score in clean.items():
+        row = current.pop(name, None)
+        if row is None:
+            row = Rating(item_id=item.id, rater_id=rater.id, criterion=name, score=score,
+                         submission_id=submission.id)
+        row.score, row.submission_id, row.updated_at = score, submission.id, now
+        session.add(row)
+    for stale in current.values():  # a criterion left out by a flagged revision has no current score
+        session.delete(stale)
+    session.flush()
+    return submission, True
+
+
+def count_ratings(session: Session, item_ids: list[int]) -> int:
+    """How many current criterion scores these items have."""
+    if not item_ids:
+        return 0
+    return session.exec(select(func.count(Rating.id)).where(Rating.item_id.in_(item_ids))).one()

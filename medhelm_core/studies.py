@@ -1,0 +1,117 @@
+"""Studies: create one, find one, and count what is in it."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from medhelm_core.errors import NotFoundError, ValidationError
+from medhelm_core.models import Assignment, Item, JudgeVerdict, JuryRun, MetricScore, Rating, Study
+from medhelm_core.rubric import RubricSpec, default_rubric, store_rubric
+
+
+def get_study(session: Session, name: str) -> Study:
+    """The study called ``name``, or :class:`NotFoundError` naming the studies that exist."""
+    study = session.exec(select(Study).where(Study.name == name)).first()
+    if study is None:
+        names = session.exec(select(Study.name).order_by(Study.name)).all()
+        known = ", ".join(names) if names else "none yet"
+        raise NotFoundError(f"no study named {name!r} (studies: {known})")
+    return study
+
+
+def get_or_create_study(
+    session: Session,
+    name: str,
+    *,
+    rubric: RubricSpec | None = None,
+    title: str = "",
+    description: str = "",
+    overlap: int = 2,
+    show_reference: bool = True,
+) -> tuple[Study, bool]:
+    """Return ``(study, created)``; a new study gets ``rubric`` (default MedHELM's) and a random seed."""
+    name = name.strip()
+    if not name:
+        raise ValidationError("a study needs a name")
+    existing = session.exec(select(Study).where(Study.name == name)).first()
+    if existing is not None:
+        return existing, False
+    if overlap < 1:
+        raise ValidationError("overlap must be at least 1 clinician per item")
+    stored = store_rubric(session, rubric or default_rubric())
+    study = Study(
+        name=name,
+        title=title or name,
+        description=description,
+        rubric_id=stored.id,
+        overlap=overlap,
+        show_reference=show_reference,
+        order_seed=secrets.randbelow(2**31),
+    )
+    session.add(study)
+    session.flush()
+    return study, True
+
+
+@dataclass(frozen=True)
+class StudySummary:
+    """What a study holds, for listings and the CLI's ``--json``."""
+
+    name: str
+    title: str
+    items: int
+    benchmarks: int
+    models: int
+    with_reference: int
+    assignments: int
+    ratings: int
+    raters: int
+    jury_runs: int
+    verdicts: int
+    metric_scores: int
+
+
+def summarise_study(session: Session, study: Study) -> StudySummary:
+    """Count items, ratings, verdicts and metric scores of a study in a few aggregate queries."""
+    sid = study.id
+    items = session.exec(
+        select(
+            func.count(Item.id),
+            func.count(func.distinct(Item.benchmark)),
+            func.count(func.distinct(Item.model)),
+            func.count(Item.reference_text),
+        ).where(Item.study_id == sid)
+    ).one()
+    in_study = select(Item.id).where(Item.study_id == sid)
+    ratings = session.exec(
+        select(func.count(Rating.id), func.count(func.distinct(Rating.rater_id))).where(
+            Rating.item_id.in_(in_study)
+        )
+    ).one()
+    return StudySummary(
+        name=study.name,
+        title=study.title,
+        items=items[0],
+        benchmarks=items[1],
+        models=items[2],
+        with_reference=items[3],
+        assignments=session.exec(select(func.count(Assignment.id)).where(Assignment.study_id == sid)).one(),
+        ratings=ratings[0],
+        raters=ratings[1],
+        jury_runs=session.exec(select(func.count(JuryRun.id)).where(JuryRun.study_id == sid)).one(),
+        verdicts=session.exec(
+            select(func.count(JudgeVerdict.id)).where(JudgeVerdict.item_id.in_(in_study))
+        ).one(),
+        metric_scores=session.exec(
+            select(func.count(MetricScore.id)).where(MetricScore.item_id.in_(in_study))
+        ).one(),
+    )
+
+
+def list_studies(session: Session) -> list[Study]:
+    """All studies, by name."""
+    return list(session.exec(select(Study).order_by(Study.name)).all())

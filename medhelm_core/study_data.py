@@ -1,0 +1,159 @@
+"""A study's contents as tidy pandas frames: what the agreement engine, exports and dashboards read.
+
+The long score table has one row per (item, rater, criterion) with columns ``item_id``, ``rater_id``,
+``rater_kind`` (clinician, jury, judge, metric), ``criterion``, ``score``, ``benchmark`` and ``model``.
+The jury of a run is the mean over its surviving judges per item and criterion, with ``n_judges`` saying
+how many judges it rests on; an item with no surviving judge has no jury score.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from sqlmodel import Session, select
+
+from medhelm_core.models import Item, JudgeVerdict, JuryRun, MetricScore, Rating, RatingSubmission, Study, User
+
+LONG_COLUMNS = ["item_id", "rater_id", "rater_kind", "criterion", "score", "benchmark", "model"]
+
+
+def items_frame(session: Session, study: Study) -> pd.DataFrame:
+    """One row per item with its texts and identity (the model name included: researchers only)."""
+    rows = session.exec(select(Item).where(Item.study_id == study.id).order_by(Item.id)).all()
+    return pd.DataFrame(
+        [
+            {
+                "item_id": i.id,
+                "benchmark": i.benchmark,
+                "instance_id": i.instance_id,
+                "model": i.model,
+                "input": i.input_text,
+                "output": i.output_text,
+                "reference": i.reference_text,
+            }
+            for i in rows
+        ],
+        columns=["item_id", "benchmark", "instance_id", "model", "input", "output", "reference"],
+    )
+
+
+def clinician_ratings_frame(session: Session, study: Study) -> pd.DataFrame:
+    """Current clinician scores, one row per item, rater and criterion."""
+    rows = session.exec(
+        select(Rating.item_id, User.username, Rating.criterion, Rating.score, Item.benchmark, Item.model)
+        .join(Item, Item.id == Rating.item_id)
+        .join(User, User.id == Rating.rater_id)
+        .where(Item.study_id == study.id)
+    ).all()
+    frame = pd.DataFrame(rows, columns=["item_id", "rater_id", "criterion", "score", "benchmark", "model"])
+    frame.insert(2, "rater_kind", "clinician")
+    return frame[LONG_COLUMNS].astype({"score": float})
+
+
+def rating_history_frame(session: Session, study: Study) -> pd.DataFrame:
+    """Every submission ever made (revisions included), one row per submission."""
+    rows = session.exec(
+        select(RatingSubmission, User.username)
+        .join(Item, Item.id == RatingSubmission.item_id)
+        .join(User, User.id == RatingSubmission.rater_id)
+        .where(Item.study_id == study.id)
+        .order_by(RatingSubmission.id)
+    ).all()
+    return pd.DataFrame(
+        [
+            {
+                "item_id": s.item_id,
+                "rater_id": name,
+                "revision": s.revision,
+                **{f"score_{k}": v for k, v in s.scores.items()},
+                "comment": s.comment,
+                "flag": s.flag,
+                "submitted_at": s.submitted_at.isoformat(),
+            }
+            for s, name in rows
+        ]
+    )
+
+
+def verdicts_frame(session: Session, study: Study) -> pd.DataFrame:
+    """Every judge verdict (failed ones included, with their raw text), one row per verdict."""
+    rows = session.exec(
+        select(JudgeVerdict, JuryRun.name, JuryRun.source)
+        .join(JuryRun, JuryRun.id == JudgeVerdict.jury_run_id)
+        .where(JuryRun.study_id == study.id)
+        .order_by(JudgeVerdict.id)
+    ).all()
+    return pd.DataFrame(
+        [
+            {
+                "jury_run_id": v.jury_run_id,
+                "jury_run": run_name,
+                "source": source,
+                "item_id": v.item_id,
+                "judge": v.judge,
+                "status": v.status,
+                **{f"score_{k}": s for k, s in v.scores.items()},
+                "error": v.error,
+                "raw_response": v.raw_response,
+            }
+            for v, run_name, source in rows
+        ]
+    )
+
+
+def jury_long_frame(session: Session, study: Study, jury_run_id: int | None = None) -> pd.DataFrame:
+    """Jury means per item and criterion (``rater_kind='jury'``), over surviving judges only.
+
+    Uses the given run, else the study's latest run. Adds ``n_judges``: how many judges the mean rests on.
+    """
+    query = select(JuryRun).where(JuryRun.study_id == study.id).order_by(JuryRun.id.desc())
+    run = session.get(JuryRun, jury_run_id) if jury_run_id else session.exec(query).first()
+    if run is None:
+        return pd.DataFrame(columns=[*LONG_COLUMNS, "n_judges"])
+    rows = session.exec(
+        select(JudgeVerdict, Item.benchmark, Item.model)
+        .join(Item, Item.id == JudgeVerdict.item_id)
+        .where(JudgeVerdict.jury_run_id == run.id, JudgeVerdict.status == "ok")
+    ).all()
+    flat = [
+        {"item_id": v.item_id, "judge": v.judge, "criterion": c, "score": float(s), "benchmark": b, "model": m}
+        for v, b, m in rows
+        for c, s in v.scores.items()
+    ]
+    if not flat:
+        return pd.DataFrame(columns=[*LONG_COLUMNS, "n_judges"])
+    frame = (
+        pd.DataFrame(flat)
+        .groupby(["item_id", "criterion", "benchmark", "model"], as_index=False)
+        .agg(score=("score", "mean"), n_judges=("judge", "nunique"))
+    )
+    frame["rater_id"] = "jury"
+    frame["rater_kind"] = "jury"
+    return frame[[*LONG_COLUMNS, "n_judges"]]
+
+
+def metrics_long_frame(session: Session, study: Study) -> pd.DataFrame:
+    """Metric scores as raters (``rater_kind='metric'``, ``rater_id`` the metric name, one score per item)."""
+    rows = session.exec(
+        select(MetricScore.item_id, MetricScore.metric, MetricScore.value, Item.benchmark, Item.model)
+        .join(Item, Item.id == MetricScore.item_id)
+        .where(Item.study_id == study.id)
+    ).all()
+    frame = pd.DataFrame(rows, columns=["item_id", "rater_id", "score", "benchmark", "model"])
+    frame["rater_kind"] = "metric"
+    frame["criterion"] = "composite"
+    return frame[LONG_COLUMNS]
+
+
+def scores_long_frame(session: Session, study: Study, jury_run_id: int | None = None) -> pd.DataFrame:
+    """Clinicians, the jury and the metrics in one long table for the agreement engine."""
+    parts = [
+        clinician_ratings_frame(session, study),
+        jury_long_frame(session, study, jury_run_id)[LONG_COLUMNS],
+        metrics_long_frame(session, study),
+    ]
+    parts = [p for p in parts if not p.empty]
+    if not parts:
+        return pd.DataFrame(columns=LONG_COLUMNS)
+    frame = pd.concat(parts, ignore_index=True)
+    frame["item_id"] = frame["item_id"].astype(str)
+    return frame

@@ -1,0 +1,77 @@
+"""Data: import model outputs into a study and browse its items (researchers and admins)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+from sqlmodel import Session, select
+
+from medhelm_core.db import transaction
+from medhelm_core.errors import MedhelmError
+from medhelm_core.importers import FORMATS, import_paths
+from medhelm_core.models import Item
+from medhelm_core.studies import get_or_create_study, list_studies
+from pages.common import engine, require_role
+
+require_role("admin", "researcher")
+st.title("Data")
+
+with Session(engine()) as session:
+    studies = {s.name: s for s in list_studies(session)}
+
+st.subheader("Import")
+st.caption(
+    "JSONL, CSV or Parquet with columns benchmark, instance_id, model, input, output and optional reference; "
+    "or MedHELM's ratings CSV. HELM run folders import with `medhelm import STUDY FOLDER`."
+)
+with st.form("import"):
+    study_name = st.text_input("Study (created if new)", value=next(iter(studies), ""))
+    upload = st.file_uploader("File", type=["jsonl", "ndjson", "csv", "parquet"])
+    fmt = st.selectbox("Format", ["detect", *[f for f in FORMATS if f != "helm"]])
+    go = st.form_submit_button("Import", type="primary")
+if go:
+    if upload is None or not study_name.strip():
+        st.error("Choose a study name and a file.")
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / Path(upload.name).name
+            path.write_bytes(upload.getvalue())
+            try:
+                with transaction(engine()) as session:
+                    study, _ = get_or_create_study(session, study_name)
+                    report = import_paths(session, study, [path], None if fmt == "detect" else fmt)
+            except MedhelmError as exc:
+                st.error(str(exc).replace(str(Path(tmp)) + "/", ""))
+            else:
+                st.success(
+                    f"{report.items_created} items created, {report.items_updated} updated, "
+                    f"{report.items_unchanged} unchanged; {report.ratings_written} ratings written."
+                )
+                studies[study_name] = study
+
+st.subheader("Browse items")
+if not studies:
+    st.info("No studies yet.")
+    st.stop()
+chosen = st.selectbox("Study", list(studies))
+with Session(engine()) as session:
+    items = session.exec(
+        select(Item).where(Item.study_id == studies[chosen].id).order_by(Item.benchmark, Item.instance_id)
+    ).all()
+if not items:
+    st.info("This study has no items yet.")
+    st.stop()
+labels = {f"{i.benchmark} / {i.instance_id} / {i.model}": i for i in items}
+item = labels[st.selectbox(f"Item ({len(items)} in the study)", list(labels))]
+# Model text is shown with st.text (no markdown, no HTML) so nothing in an output can render or run.
+if not item.meta.get("text_available", True):
+    st.caption("The source file held no texts for this item (ids and ratings only).")
+st.markdown("**Request**")
+st.text(item.input_text)
+st.markdown("**Output**")
+st.text(item.output_text)
+if item.reference_text is not None:
+    st.markdown("**Reference**")
+    st.text(item.reference_text)

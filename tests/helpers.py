@@ -1,0 +1,49 @@
+"""Small builders used by several tests: HELM run folders and table snapshots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sqlalchemy import MetaData, func, select
+from sqlalchemy.engine import Engine
+
+
+def table_counts(engine: Engine) -> dict[str, int]:
+    """Rows per table: equal before and after a failed import means nothing was written."""
+    meta = MetaData()
+    meta.reflect(engine)
+    with engine.connect() as conn:
+        return {name: conn.execute(select(func.count()).select_from(t)).scalar_one() for name, t in meta.tables.items()}
+
+
+def request_state(instance_id: str, text: str, completion: str, references: list[tuple[str, list[str]]],
+                  split: str = "test", trial: int = 0, model: str = "openai/gpt-4o-2024-05-13") -> dict:
+    """One HELM request state as helm-run writes it (the fields our importer reads, and a few it ignores)."""
+    return {
+        "instance": {
+            "input": {"text": text},
+            "references": [{"output": {"text": r}, "tags": tags} for r, tags in references],
+            "split": split,
+            "id": instance_id,
+        },
+        "train_trial_index": trial,
+        "request": {"model_deployment": model, "model": model, "prompt": f"PROMPT {text}", "temperature": 0.0},
+        "result": {"success": True, "completions": [{"text": completion, "logprob": 0.0, "tokens": []}],
+                   "cached": True, "request_time": 1.2},
+        "num_train_instances": 0,
+        "prompt_truncated": False,
+    }
+
+
+def write_helm_run(suite: Path, benchmark: str, model: str, states: list[dict]) -> Path:
+    """Write ``benchmark_output/runs/<suite>/<benchmark>:model=<model>/`` with its two JSON files."""
+    run = suite / f"{benchmark}:model={model.replace('/', '_')}"
+    run.mkdir(parents=True)
+    adapter = {"method": "generation", "model": model, "model_deployment": model, "max_tokens": 512}
+    (run / "scenario_state.json").write_text(json.dumps({"adapter_spec": adapter, "request_states": states}))
+    (run / "run_spec.json").write_text(
+        json.dumps({"name": f"{benchmark}:model={model.replace('/', '_')}", "adapter_spec": adapter,
+                    "metric_specs": [], "groups": [benchmark]})
+    )
+    return run

@@ -1,0 +1,121 @@
+"""The app: sign-in, role checks on the server side, and pages that render demo data without errors."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from conftest import REPO
+from streamlit.testing.v1 import AppTest
+
+from medhelm_core.db import transaction
+from medhelm_core.demo import seed_demo
+from medhelm_core.users import add_user
+from pages.common import SignedIn
+
+
+@pytest.fixture
+def app_db(sqlite_engine, monkeypatch):
+    seed_demo(sqlite_engine)
+    with transaction(sqlite_engine) as s:
+        add_user(s, "gone", "clinician", "gone-password")
+        from medhelm_core.users import disable_user
+
+        disable_user(s, "gone")
+    monkeypatch.setenv("MEDHELM_DATABASE_URL", str(sqlite_engine.url))
+    return sqlite_engine
+
+
+def signed_in(username: str, password: str) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=30).run()
+    at.text_input[0].input(username)
+    at.text_input[1].input(password)
+    at.button[0].click().run()
+    return at
+
+
+def test_sign_in_opens_the_studies_page(app_db):
+    at = signed_in("researcher", "researcher-demo")
+    assert not at.exception
+    assert [t.value for t in at.title] == ["Studies"]
+    table = at.dataframe[0].value
+    assert set(table["name"]) == {"demo", "medhelm-validation"}
+
+
+@pytest.mark.parametrize(("user", "password"), [("researcher", "wrong-password"), ("nobody", "x"),
+                                                 ("gone", "gone-password")])
+def test_wrong_credentials_or_disabled_accounts_are_refused(app_db, user, password):
+    at = signed_in(user, password)
+    assert [e.value for e in at.error] == ["Unknown username or wrong password."]
+    assert [t.value for t in at.title] == ["MedHELM Calibrate"]
+
+
+def test_the_data_page_is_not_in_a_clinicians_navigation(app_db):
+    at = signed_in("clinician1", "clinician1-demo")
+    assert not at.exception
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        at.switch_page("pages/data.py")
+
+
+@pytest.mark.parametrize("role", [None, "clinician", "adjudicator"])
+def test_the_data_page_itself_refuses_other_roles(app_db, role):
+    """Run the page script directly, as a crafted request would: the page checks the role itself."""
+    at = AppTest.from_file(str(REPO / "pages" / "data.py"), default_timeout=30)
+    if role is not None:
+        at.session_state["signed_in"] = SignedIn(1, "x", "x", role, datetime.now(UTC))
+    at.run()
+    assert not at.exception
+    shown = [e.value for e in at.error] + [w.value for w in at.warning]
+    assert shown == (["Please sign in."] if role is None else ["Your account cannot open this page."])
+    assert not at.text and not at.selectbox  # nothing of the data drawn
+
+
+def test_an_expired_session_must_sign_in_again(app_db):
+    at = AppTest.from_file(str(REPO / "pages" / "home.py"), default_timeout=30)
+    at.session_state["signed_in"] = SignedIn(1, "researcher", "R", "researcher",
+                                             datetime.now(UTC) - timedelta(hours=9))
+    at.run()
+    assert [w.value for w in at.warning] == ["Please sign in."]
+
+
+def test_the_data_page_shows_model_text_as_text(app_db):
+    at = signed_in("researcher", "researcher-demo")
+    at.switch_page("pages/data.py").run()
+    assert not at.exception
+    assert len(at.text) >= 2  # request and output, drawn with st.text (no markdown, no HTML)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_app_answers_on_its_health_endpoint(app_db, tmp_path):
+    port = _free_port()
+    env = {**os.environ, "MEDHELM_DATABASE_URL": str(app_db.url)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.port", str(port),
+         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=2) as r:
+                    assert r.status == 200 and r.read() == b"ok"
+                    break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.5)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -1,0 +1,17 @@
+"""The README's Quickstart stays true: CI runs exactly its test command."""
+
+from __future__ import annotations
+
+from conftest import REPO
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    command = next(line for line in ci if line.startswith("python3 -m venv"))
+    assert command in (REPO / "README.md").read_text()
+
+
+def test_streamlit_telemetry_is_off_and_server_is_local():
+    config = (REPO / ".streamlit" / "config.toml").read_text()
+    assert "gatherUsageStats = false" in config
+    assert 'address = "localhost"' in config
