@@ -1,0 +1,168 @@
+"""The long table the agreement engine reads, checked once at the boundary.
+
+Every public function of :mod:`medhelm_core.agreement` that takes ratings takes this table; it is
+validated here and trusted inside, so that a bad upload fails with one message naming the column or the
+value at fault instead of a numpy error three calls deep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from medhelm_core.errors import MedhelmError
+
+REQUIRED_COLUMNS: tuple[str, ...] = ("item_id", "rater_id", "rater_kind", "criterion", "score", "benchmark")
+RATER_KINDS: tuple[str, ...] = ("clinician", "jury", "judge", "metric")
+COMPOSITE = "composite"
+# Fewer items than this leave the two-way ANOVA with no error degrees of freedom worth the name.
+MIN_ITEMS = 3
+
+
+class AgreementInputError(MedhelmError, ValueError):
+    """Ratings that the agreement engine cannot use, with the column or value at fault."""
+
+
+def _first(values: pd.Series | pd.Index, limit: int = 3) -> str:
+    shown = [repr(v) for v in list(values)[:limit]]
+    more = f" and {len(values) - limit} more" if len(values) > limit else ""
+    return ", ".join(shown) + more
+
+
+def validate_long(long: pd.DataFrame) -> pd.DataFrame:
+    """Check a long ratings table against the contract and return a clean copy.
+
+    Parameters
+    ----------
+    long : pandas.DataFrame
+        One row per (item, rater, criterion) with the columns ``item_id``, ``rater_id``, ``rater_kind``
+        (``clinician``, ``jury``, ``judge`` or ``metric``), ``criterion``, ``score`` (finite number) and
+        ``benchmark``; an optional ``model`` column is kept.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy with string ids and float scores.
+
+    Raises
+    ------
+    AgreementInputError
+        When a column is missing, a value is empty or unknown, a score is not a finite number, an
+        (item, rater, criterion) appears twice, an item sits in two benchmarks, a rater has two kinds,
+        or a metric gives more than one score per item.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from medhelm_core.agreement import validate_long
+    >>> long = pd.DataFrame({"item_id": ["i1"], "rater_id": ["c1"], "rater_kind": ["clinician"],
+    ...                      "criterion": ["accuracy"], "score": [4], "benchmark": ["medi_qa"]})
+    >>> validate_long(long)["score"].dtype
+    dtype('float64')
+    """
+    if not isinstance(long, pd.DataFrame):
+        raise AgreementInputError(f"ratings must be a pandas DataFrame, got {type(long).__name__}")
+    missing = [c for c in REQUIRED_COLUMNS if c not in long.columns]
+    if missing:
+        raise AgreementInputError(
+            f"ratings table lacks column(s) {', '.join(missing)}; it needs {', '.join(REQUIRED_COLUMNS)}"
+        )
+    keep = list(REQUIRED_COLUMNS) + (["model"] if "model" in long.columns else [])
+    out = long[keep].copy()
+    for col in ("item_id", "rater_id", "rater_kind", "criterion", "benchmark"):
+        blank = out[col].isna() | (out[col].astype(str).str.strip() == "")
+        if blank.any():
+            raise AgreementInputError(
+                f"column {col} is empty in {int(blank.sum())} row(s) (first at row {blank.idxmax()!r})"
+            )
+        out[col] = out[col].astype(str)
+    bad_kind = ~out["rater_kind"].isin(RATER_KINDS)
+    if bad_kind.any():
+        raise AgreementInputError(
+            f"rater_kind has unknown value(s) {_first(out.loc[bad_kind, 'rater_kind'].unique())}; "
+            f"use one of {', '.join(RATER_KINDS)}"
+        )
+    score = pd.to_numeric(out["score"], errors="coerce")
+    bad = score.isna() | ~np.isfinite(score.to_numpy(dtype=float, na_value=np.nan))
+    if bad.any():
+        pos = int(np.flatnonzero(bad.to_numpy())[0])
+        first = out.iloc[pos]
+        value = long["score"].iloc[pos]
+        shown = repr(value) if isinstance(value, str) else str(value)
+        raise AgreementInputError(
+            f"score is missing or not a finite number in {int(bad.sum())} row(s), first for item "
+            f"{first['item_id']!r}, rater {first['rater_id']!r}, criterion {first['criterion']!r} "
+            f"(value {shown}); drop rows without a score before computing agreement"
+        )
+    out["score"] = score.astype(float)
+    dup = out.duplicated(["item_id", "rater_id", "criterion"], keep=False)
+    if dup.any():
+        first = out.loc[dup].iloc[0]
+        # pingouin would silently average these; a second rating is a revision or an import error.
+        raise AgreementInputError(
+            f"{int(dup.sum())} rows repeat an (item_id, rater_id, criterion), first item {first['item_id']!r}, "
+            f"rater {first['rater_id']!r}, criterion {first['criterion']!r}; keep one rating each (the latest revision)"
+        )
+    n_bench = out.groupby("item_id")["benchmark"].nunique()
+    if (n_bench > 1).any():
+        raise AgreementInputError(f"item(s) {_first(n_bench.index[n_bench > 1])} belong to more than one benchmark")
+    n_kind = out.groupby("rater_id")["rater_kind"].nunique()
+    if (n_kind > 1).any():
+        raise AgreementInputError(f"rater(s) {_first(n_kind.index[n_kind > 1])} appear with more than one rater_kind")
+    metric = out[out["rater_kind"] == "metric"]
+    per_item = metric.groupby(["rater_id", "item_id"]).size()
+    if (per_item > 1).any():
+        rater, item = per_item.index[per_item > 1][0]
+        raise AgreementInputError(
+            f"metric {rater!r} has {int(per_item.max())} scores for item {item!r}; a metric gives one score per item"
+        )
+    return out.reset_index(drop=True)
+
+
+def rater_scores(long: pd.DataFrame, criterion: str, criteria: Sequence[str] | None = None) -> pd.DataFrame:
+    """Scores per (item, rater) for one criterion or the composite, from a validated table.
+
+    The composite is the mean of ``criteria`` (default: the criteria the clinicians used) per rater and
+    item, kept only where the rater scored all of them, so that a composite never silently rests on fewer
+    criteria. A metric's single score stands for every criterion and for the composite.
+
+    Parameters
+    ----------
+    long : pandas.DataFrame
+        A table returned by :func:`validate_long`.
+    criterion : str
+        A criterion name, or ``"composite"``.
+    criteria : sequence of str, optional
+        The criteria averaged into the composite.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``item_id``, ``rater_id``, ``rater_kind``, ``benchmark``, ``score``, ``n_ratings`` (the
+        number of rows of ``long`` behind the score).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from medhelm_core.agreement import rater_scores, validate_long
+    >>> long = validate_long(pd.DataFrame({
+    ...     "item_id": ["i1", "i1"], "rater_id": ["c1", "c1"], "rater_kind": ["clinician"] * 2,
+    ...     "criterion": ["accuracy", "clarity"], "score": [4, 2], "benchmark": ["medi_qa"] * 2}))
+    >>> float(rater_scores(long, "composite")["score"].iloc[0])
+    3.0
+    """
+    keys = ["item_id", "rater_id", "rater_kind", "benchmark"]
+    metric = long[long["rater_kind"] == "metric"][keys + ["score"]].assign(n_ratings=1)
+    rated = long[long["rater_kind"] != "metric"]
+    if criterion != COMPOSITE:
+        own = rated[rated["criterion"] == criterion][keys + ["score"]].assign(n_ratings=1)
+        return pd.concat([own, metric], ignore_index=True)
+    if criteria is None:
+        criteria = sorted(rated.loc[rated["rater_kind"] == "clinician", "criterion"].unique())
+    part = rated[rated["criterion"].isin(list(criteria))]
+    grouped = part.groupby(keys, sort=True)["score"].agg(["mean", "size"]).reset_index()
+    complete = grouped[grouped["size"] == len(criteria)]
+    composite = complete.rename(columns={"mean": "score", "size": "n_ratings"})[keys + ["score", "n_ratings"]]
+    return pd.concat([composite, metric], ignore_index=True)

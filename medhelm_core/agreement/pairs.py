@@ -1,0 +1,222 @@
+"""Agreement between two "raters" over the items both scored: the building block of every comparison.
+
+A comparison in MedHELM's protocol is always a pair: the mean clinician against the jury (or a judge, or
+a metric), or the two clinicians who share the most items. Each side is z-scored within itself first, so
+a metric on 0-1 and clinicians on 1-5 can be set side by side.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from medhelm_core.agreement.bootstrap import BOOTSTRAP_METHODS, bootstrap_records
+from medhelm_core.agreement.contract import MIN_ITEMS, AgreementInputError
+from medhelm_core.agreement.icc import ICC_TYPES, icc_records
+from medhelm_core.agreement.kappa import weighted_kappa
+
+PAIR_COLUMNS: tuple[str, ...] = (
+    "method",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "ci_method",
+    "n_items",
+    "pearson_r",
+    "spearman_rho",
+    "kappa_qw",
+    "note",
+    "items_used",
+)
+
+
+def zscore_within(values: ArrayLike) -> NDArray[np.float64]:
+    """z-score one rater's scores (sample standard deviation); all NaN when the rater never varies.
+
+    Parameters
+    ----------
+    values : array_like
+        One rater's scores.
+
+    Returns
+    -------
+    ndarray
+        ``(values - mean) / std`` with ``ddof=1``, as pandas computes it in MedHELM's script.
+
+    Examples
+    --------
+    >>> from medhelm_core.agreement import zscore_within
+    >>> zscore_within([1, 2, 3]).tolist()
+    [-1.0, 0.0, 1.0]
+    """
+    arr = np.asarray(values, dtype=float)
+    if arr.size < 2:
+        return np.full(arr.shape, np.nan)
+    sd = arr.std(ddof=1)
+    if not sd > 0:
+        return np.full(arr.shape, np.nan)
+    return (arr - arr.mean()) / sd
+
+
+def most_shared_pair(items_by_rater: pd.DataFrame) -> tuple[str, str, int, int] | None:
+    """The two raters who share the most items, as MedHELM picks its clinician baseline.
+
+    Ties go to the first pair in sorted rater order (what MedHELM's ``argmax`` over a sorted index does).
+
+    Parameters
+    ----------
+    items_by_rater : pandas.DataFrame
+        Columns ``rater_id`` and ``item_id``, one row per rating.
+
+    Returns
+    -------
+    tuple or None
+        ``(rater_a, rater_b, n_shared, n_tied_pairs)`` where ``n_tied_pairs`` counts the other pairs that
+        share as many items; None when no two raters share an item.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from medhelm_core.agreement import most_shared_pair
+    >>> d = pd.DataFrame({"rater_id": ["a", "b", "a", "b", "c"], "item_id": ["1", "1", "2", "2", "2"]})
+    >>> most_shared_pair(d)
+    ('a', 'b', 2, 0)
+    """
+    counts = pd.crosstab(items_by_rater["rater_id"], items_by_rater["item_id"]).clip(upper=1)
+    if counts.shape[0] < 2:
+        return None
+    m = counts.to_numpy()
+    overlap = m @ m.T
+    # A rater shares all their items with themselves; only pairs count.
+    overlap[np.tril_indices_from(overlap)] = 0
+    best = int(overlap.max())
+    if best == 0:
+        return None
+    i, j = np.unravel_index(int(overlap.argmax()), overlap.shape)
+    ties = int((overlap == best).sum()) - 1
+    return str(counts.index[i]), str(counts.index[j]), best, ties
+
+
+def _correlation(kind: str, x: NDArray[np.float64], y: NDArray[np.float64]) -> float:
+    if x.size < MIN_ITEMS or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn = stats.pearsonr if kind == "pearson" else stats.spearmanr
+        return float(fn(x, y).statistic)
+
+
+def pair_agreement(
+    a: pd.Series,
+    b: pd.Series,
+    *,
+    icc_types: Sequence[str] = ("ICC3k",),
+    standardize: bool = True,
+    bootstrap: str | None = None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    kappa_a: pd.Series | None = None,
+    kappa_b: pd.Series | None = None,
+    kappa_labels: Sequence[int] = (1, 2, 3, 4, 5),
+) -> pd.DataFrame:
+    """ICCs, Pearson r, Spearman's rho and weighted kappa between two raters' scores per item.
+
+    Each side is z-scored over all of its own scores given (as MedHELM does, before items missing on
+    the other side are dropped); the ICCs then use the items both scored.
+
+    Parameters
+    ----------
+    a, b : pandas.Series
+        Scores indexed by item id.
+    icc_types : sequence of str
+        ICC forms to report, each with its F interval.
+    standardize : bool
+        z-score each side within itself first.
+    bootstrap : {"bca", "percentile"} or None
+        Also report each form with a bootstrap interval over items.
+    n_resamples, seed : int
+        Bootstrap size and seed.
+    confidence : float
+        Confidence level of the intervals.
+    kappa_a, kappa_b : pandas.Series, optional
+        Raw scores on the rating scale for the quadratic-weighted kappa (rounded to integers); no kappa
+        when absent.
+    kappa_labels : sequence of int
+        The rating scale of the kappa.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per form and interval method, columns ``method``, ``estimate``, ``ci_low``, ``ci_high``,
+        ``ci_method`` (``F`` or ``bootstrap-...``), ``n_items``, ``pearson_r``, ``spearman_rho``,
+        ``kappa_qw``, ``note``, ``items_used``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from medhelm_core.agreement import pair_agreement
+    >>> a = pd.Series([1.0, 2, 3, 4, 5], index=list("vwxyz"))
+    >>> b = pd.Series([1.5, 2, 2.5, 4, 4], index=list("vwxyz"))
+    >>> row = pair_agreement(a, b).iloc[0]
+    >>> row["method"], int(row["n_items"]), round(float(row["estimate"]), 3)
+    ('ICC3k', 5, 0.98)
+    """
+    if bootstrap is not None and bootstrap not in BOOTSTRAP_METHODS:
+        raise AgreementInputError(f"bootstrap method {bootstrap!r} unknown; use one of {', '.join(BOOTSTRAP_METHODS)}")
+    unknown = [t for t in icc_types if t not in ICC_TYPES]
+    if unknown:
+        raise AgreementInputError(f"ICC type(s) {', '.join(unknown)} unknown; use {', '.join(ICC_TYPES)}")
+    sides = []
+    for side in (a, b):
+        values = side.to_numpy(dtype=float)
+        sides.append(pd.Series(zscore_within(values) if standardize else values, index=side.index))
+    joined = pd.concat(sides, axis=1, keys=["a", "b"], join="inner").sort_index()
+    items = tuple(str(i) for i in joined.index)
+    matrix = joined.to_numpy()
+    matrix = matrix[~np.isnan(matrix).any(axis=1)]
+    x, y = matrix[:, 0], matrix[:, 1]
+    r, rho = _correlation("pearson", x, y), _correlation("spearman", x, y)
+    kappa = float("nan")
+    if kappa_a is not None and kappa_b is not None:
+        kj = pd.concat([kappa_a, kappa_b], axis=1, join="inner").dropna().to_numpy(dtype=float)
+        if len(kj) >= MIN_ITEMS:
+            kappa = weighted_kappa(kj[:, 0], kj[:, 1], labels=kappa_labels)
+    note = ""
+    if len(joined) >= MIN_ITEMS and len(matrix) < len(joined):
+        note = "a rater gave the same score to every item, so its z-scores are undefined"
+    # The shared items count as used even when a constant rater leaves the statistics undefined.
+    common = {"n_items": len(joined), "pearson_r": r, "spearman_rho": rho, "kappa_qw": kappa, "items_used": items}
+    f_rows = {rec["type"]: rec for rec in icc_records(matrix, confidence)}
+    rows = [
+        {
+            "method": t,
+            "estimate": f_rows[t]["icc"],
+            "ci_low": f_rows[t]["ci_low"],
+            "ci_high": f_rows[t]["ci_high"],
+            "ci_method": "F",
+            "note": note or f_rows[t]["note"],
+            **common,
+        }
+        for t in icc_types
+    ]
+    if bootstrap is not None:
+        boot = bootstrap_records(matrix, list(icc_types), n_resamples, bootstrap, confidence, seed)
+        rows += [
+            {
+                "method": rec["type"],
+                "estimate": rec["estimate"],
+                "ci_low": rec["ci_low"],
+                "ci_high": rec["ci_high"],
+                "ci_method": rec["ci_method"],
+                "note": note or rec["note"],
+                **common,
+            }
+            for rec in boot
+        ]
+    return pd.DataFrame(rows, columns=list(PAIR_COLUMNS))

@@ -1,0 +1,331 @@
+"""The summary tables: MedHELM's agreement protocol exactly, and the fuller one this product adds.
+
+``protocol="medhelm"`` reproduces the paper's released script (``4_calculate_icc.py``): the composite is
+the mean of the raw criteria per rater and item; the clinicians' composites are averaged per item; that
+mean clinician and the jury are each z-scored as one rater over their items; ICC(3,k) with its F
+interval; the clinician baseline is ICC(3,k) of the two clinicians sharing the most items, each z-scored
+over all their own ratings. On MedHELM's ratings this gives the paper's 0.474 (0.10 to 0.69).
+
+``protocol="full"`` keeps those comparisons and adds all six ICC forms, bootstrap intervals over items,
+and the designs that use every clinician (one-way ICC(1) with k0, Krippendorff's alpha, optionally each
+clinician against the others).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from medhelm_core.agreement.contract import COMPOSITE, AgreementInputError, rater_scores, validate_long
+from medhelm_core.agreement.icc import ICC_TYPES
+from medhelm_core.agreement.incomplete import icc1_unbalanced, krippendorff_alpha, loco_from_scores
+from medhelm_core.agreement.interpret import koo_li_interval_reading, koo_li_reading
+from medhelm_core.agreement.pairs import most_shared_pair, pair_agreement
+
+PROTOCOLS: tuple[str, ...] = ("medhelm", "full")
+POOLED = "pooled"
+CLINICIAN_PAIR = "clinician-clinician"
+TABLE_COLUMNS: tuple[str, ...] = (
+    "comparison",
+    "benchmark",
+    "criterion",
+    "method",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "ci_method",
+    "n_items",
+    "n_ratings",
+    "n_raters",
+    "pearson_r",
+    "spearman_rho",
+    "kappa_qw",
+    "reading",
+    "reading_ci",
+    "note",
+    "raters_used",
+    "items_used",
+)
+_KIND_ORDER = {"jury": 0, "judge": 1, "metric": 2}
+
+
+def comparison_name(rater_id: str, rater_kind: str, n_jury: int = 1) -> str:
+    """The label of a rater's comparison with the clinicians in the summary table.
+
+    Parameters
+    ----------
+    rater_id : str
+        The jury, judge or metric.
+    rater_kind : str
+        ``jury``, ``judge`` or ``metric``.
+    n_jury : int
+        How many jury raters the table holds; with one, it is simply ``jury-clinician``.
+
+    Returns
+    -------
+    str
+        ``jury-clinician``, ``jury:<id>-clinician``, ``judge:<id>-clinician`` or ``<metric>-clinician``.
+
+    Examples
+    --------
+    >>> from medhelm_core.agreement import comparison_name
+    >>> comparison_name("gpt-4o", "judge"), comparison_name("rougeL", "metric")
+    ('judge:gpt-4o-clinician', 'rougeL-clinician')
+    """
+    if rater_kind == "jury":
+        return "jury-clinician" if n_jury <= 1 else f"jury:{rater_id}-clinician"
+    if rater_kind == "judge":
+        return f"judge:{rater_id}-clinician"
+    return f"{rater_id}-clinician"
+
+
+def _on_scale(values: pd.Series, labels: Sequence[int]) -> bool:
+    return bool(values.between(min(labels) - 0.5, max(labels) + 0.5).all())
+
+
+def _scope_rows(
+    scores: pd.DataFrame,
+    protocol: str,
+    bootstrap: str | None,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+    loco: bool,
+    kappa_labels: Sequence[int],
+) -> list[dict[str, object]]:
+    """Every comparison for one benchmark scope and one criterion."""
+    full = protocol == "full"
+    forms = ICC_TYPES if full else ("ICC3k",)
+    boot = bootstrap if full else None
+    pair_kwargs = {
+        "icc_types": forms,
+        "bootstrap": boot,
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "confidence": confidence,
+        "kappa_labels": kappa_labels,
+    }
+    clin = scores[scores["rater_kind"] == "clinician"]
+    rows: list[dict[str, object]] = []
+
+    def add(frame: pd.DataFrame, comparison: str, extra: dict[str, object]) -> None:
+        for rec in frame.to_dict("records"):
+            rows.append({"comparison": comparison, **rec, **extra})
+
+    # Clinician baseline: the single pair sharing the most items, as in MedHELM.
+    pair = most_shared_pair(clin[["rater_id", "item_id"]])
+    if pair is None:
+        rows.append(
+            {
+                "comparison": CLINICIAN_PAIR,
+                "method": "ICC3k",
+                "estimate": np.nan,
+                "ci_method": "F",
+                "n_items": 0,
+                "n_ratings": 0,
+                "n_raters": 0,
+                "note": "no two clinicians share an item",
+                "raters_used": (),
+                "items_used": (),
+            }
+        )
+    else:
+        first, second, shared, ties = pair
+        side = {r: clin[clin["rater_id"] == r].set_index("item_id") for r in (first, second)}
+        a, b = side[first]["score"], side[second]["score"]
+        kappa = _on_scale(a, kappa_labels) and _on_scale(b, kappa_labels)
+        frame = pair_agreement(a, b, kappa_a=a if kappa else None, kappa_b=b if kappa else None, **pair_kwargs)
+        used = list(frame["items_used"].iloc[0])
+        tie_note = f"; {ties} other pair(s) share as many items" if ties else ""
+        note = f"pair {first} and {second}, {shared} shared items{tie_note}"
+        n_ratings = int(sum(side[r].loc[used, "n_ratings"].sum() for r in side))
+        for rec in frame.to_dict("records"):
+            rec["note"] = "; ".join(p for p in (note, rec["note"]) if p)
+            rows.append(
+                {
+                    "comparison": CLINICIAN_PAIR,
+                    **rec,
+                    "n_ratings": n_ratings,
+                    "n_raters": 2,
+                    "raters_used": (first, second),
+                }
+            )
+    if full:
+        one_way = icc1_unbalanced(clin).rename(columns={"type": "method", "icc": "estimate"})
+        one_way["method"] = one_way["method"] + "_unbalanced"
+        one_way["ci_method"] = "F"
+        add(
+            one_way[
+                [
+                    "method",
+                    "estimate",
+                    "ci_low",
+                    "ci_high",
+                    "ci_method",
+                    "n_items",
+                    "n_ratings",
+                    "n_raters",
+                    "note",
+                    "raters_used",
+                    "items_used",
+                ]
+            ],
+            CLINICIAN_PAIR,
+            {},
+        )
+        alpha = krippendorff_alpha(clin).assign(ci_low=np.nan, ci_high=np.nan, ci_method="none")
+        add(alpha, CLINICIAN_PAIR, {})
+        if loco:
+            for rec in loco_from_scores(clin, confidence=confidence).to_dict("records"):
+                rows.append(
+                    {
+                        "comparison": f"clinician:{rec['clinician']}-other clinicians",
+                        "method": "ICC3k",
+                        "estimate": rec["icc3k"],
+                        "ci_low": rec["ci_low"],
+                        "ci_high": rec["ci_high"],
+                        "ci_method": "F",
+                        "n_items": rec["n_items"],
+                        "n_ratings": rec["n_ratings"],
+                        "n_raters": rec["n_others"] + 1,
+                        "pearson_r": rec["pearson_r"],
+                        "spearman_rho": rec["spearman_rho"],
+                        "note": rec["note"],
+                        "raters_used": (rec["clinician"], *rec["others_used"]),
+                        "items_used": rec["items_used"],
+                    }
+                )
+
+    clin_mean = clin.groupby("item_id")["score"].mean()
+    clin_ratings = clin.groupby("item_id")["n_ratings"].sum()
+    others = scores[scores["rater_kind"] != "clinician"][["rater_id", "rater_kind"]].drop_duplicates()
+    others = others.assign(order=others["rater_kind"].map(_KIND_ORDER)).sort_values(["order", "rater_id"])
+    n_jury = int((others["rater_kind"] == "jury").sum())
+    for rater, kind in others[["rater_id", "rater_kind"]].itertuples(index=False):
+        mine = scores[scores["rater_id"] == rater].set_index("item_id")
+        # Kappa needs both sides on the rating scale; a metric on 0-1 is not.
+        kappa = kind != "metric" and _on_scale(mine["score"], kappa_labels) and _on_scale(clin_mean, kappa_labels)
+        frame = pair_agreement(
+            clin_mean,
+            mine["score"],
+            kappa_a=clin_mean if kappa else None,
+            kappa_b=mine["score"] if kappa else None,
+            **pair_kwargs,
+        )
+        used = list(frame["items_used"].iloc[0])
+        used_clin = tuple(sorted(clin.loc[clin["item_id"].isin(used), "rater_id"].unique()))
+        n_ratings = int(clin_ratings.loc[used].sum() + mine.loc[used, "n_ratings"].sum())
+        add(
+            frame,
+            comparison_name(rater, kind, n_jury),
+            {"n_ratings": n_ratings, "n_raters": len(used_clin) + 1, "raters_used": (*used_clin, rater)},
+        )
+    return rows
+
+
+def agreement_table(
+    long: pd.DataFrame,
+    protocol: str = "medhelm",
+    benchmarks: Sequence[str] | None = None,
+    criteria: Sequence[str] | None = None,
+    *,
+    bootstrap: str = "bca",
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    loco: bool = False,
+    kappa_labels: Sequence[int] = (1, 2, 3, 4, 5),
+) -> pd.DataFrame:
+    """Agreement of every jury, judge and metric with the clinicians, and of clinicians with each other.
+
+    One block per benchmark and one ``pooled`` over all the benchmarks chosen; within each, the
+    composite and every criterion. A metric's single score per item is set against the clinicians'
+    composite and against each criterion.
+
+    Parameters
+    ----------
+    long : pandas.DataFrame
+        Ratings in the long contract (see :mod:`medhelm_core.agreement`).
+    protocol : {"medhelm", "full"}
+        ``medhelm``: ICC(3,k) on z-scored pairs with F intervals, exactly as the paper. ``full``: also
+        ICC1..ICC3k, bootstrap intervals, one-way ICC(1) over all clinicians, Krippendorff's alpha.
+    benchmarks : sequence of str, optional
+        Benchmarks to include and pool (default all). MedHELM's 0.474 pools aci_bench and medi_qa.
+    criteria : sequence of str, optional
+        Criteria of the composite and of the per-criterion rows (default all the clinicians used).
+    bootstrap : {"bca", "percentile"}
+        Bootstrap interval of the full protocol.
+    n_resamples, seed : int
+        Bootstrap size and seed.
+    confidence : float
+        Confidence level of every interval.
+    loco : bool
+        Full protocol only: add each clinician against the mean of the others.
+    kappa_labels : sequence of int
+        Rating scale for the quadratic-weighted kappa (on raw scores rounded to integers).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``comparison``, ``benchmark``, ``criterion``, ``method`` (ICC3k, ..., ICC1_unbalanced,
+        alpha_interval, alpha_ordinal), ``estimate``, ``ci_low``, ``ci_high``, ``ci_method`` (F,
+        bootstrap-bca, none), ``n_items``, ``n_ratings``, ``n_raters``, ``pearson_r``, ``spearman_rho``,
+        ``kappa_qw``, ``reading`` and ``reading_ci`` (Koo & Li, ICC rows), ``note`` (which pair, why a
+        value is NaN), ``raters_used`` and ``items_used`` (sorted tuples).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from medhelm_core.agreement import agreement_table
+    >>> rng = np.random.default_rng(0)
+    >>> truth = rng.integers(1, 6, 12)
+    >>> rows = [(f"i{i}", r, k, c, float(np.clip(truth[i] + rng.integers(-1, 2), 1, 5)))
+    ...         for i in range(12) for r, k in [("c1", "clinician"), ("c2", "clinician"), ("jury", "jury")]
+    ...         for c in ["accuracy", "clarity"]]
+    >>> long = pd.DataFrame(rows, columns=["item_id", "rater_id", "rater_kind", "criterion", "score"])
+    >>> table = agreement_table(long.assign(benchmark="medi_qa"))
+    >>> table.query("benchmark == 'pooled' and criterion == 'composite'")["comparison"].tolist()
+    ['clinician-clinician', 'jury-clinician']
+    """
+    if protocol not in PROTOCOLS:
+        raise AgreementInputError(f"protocol {protocol!r} unknown; use one of {', '.join(PROTOCOLS)}")
+    data = validate_long(long)
+    known = list(dict.fromkeys(sorted(data["benchmark"].unique())))
+    if benchmarks is not None:
+        unknown = [b for b in benchmarks if b not in known]
+        if unknown:
+            raise AgreementInputError(f"benchmark(s) {', '.join(unknown)} have no ratings; known: {', '.join(known)}")
+        known = list(dict.fromkeys(benchmarks))
+        data = data[data["benchmark"].isin(known)]
+    clin = data[data["rater_kind"] == "clinician"]
+    if clin.empty:
+        raise AgreementInputError("there are no clinician ratings to compare with")
+    # Keep the order the clinicians' rubric gives (accuracy, completeness, clarity), not alphabetical.
+    rubric = list(dict.fromkeys(clin["criterion"]))
+    if criteria is not None:
+        unknown = [c for c in criteria if c not in rubric]
+        if unknown:
+            raise AgreementInputError(
+                f"criterion/criteria {', '.join(unknown)} not rated by clinicians; known: {', '.join(rubric)}"
+            )
+        rubric = list(dict.fromkeys(criteria))
+    scopes = [(b, data[data["benchmark"] == b]) for b in known] + [(POOLED, data)]
+    rows: list[dict[str, object]] = []
+    for bench, part in scopes:
+        for criterion in [COMPOSITE, *rubric]:
+            scores = rater_scores(part, criterion, rubric)
+            for row in _scope_rows(scores, protocol, bootstrap, n_resamples, seed, confidence, loco, kappa_labels):
+                rows.append({"benchmark": bench, "criterion": criterion, **row})
+    table = pd.DataFrame(rows).reindex(columns=list(TABLE_COLUMNS))
+    is_icc = table["method"].str.startswith("ICC")
+    table["reading"] = [koo_li_reading(float(v)) if ok else "" for v, ok in zip(table["estimate"], is_icc, strict=True)]
+    table["reading_ci"] = [
+        koo_li_interval_reading(float(lo), float(hi)) if ok else ""
+        for lo, hi, ok in zip(table["ci_low"], table["ci_high"], is_icc, strict=True)
+    ]
+    table["note"] = table["note"].fillna("")
+    for col in ("n_items", "n_ratings", "n_raters"):
+        table[col] = table[col].fillna(0).astype(int)
+    return table

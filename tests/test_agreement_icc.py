@@ -1,0 +1,118 @@
+"""ICC in six forms: equal to pingouin on complete data, with unrounded F intervals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pingouin as pg
+import pytest
+from scipy import stats
+
+from medhelm_core.agreement import (
+    ICC_TYPES,
+    PINGOUIN_NAMES,
+    AgreementInputError,
+    icc_matrix,
+    icc_table,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword")
+
+
+def long_from_matrix(x: np.ndarray) -> pd.DataFrame:
+    n, k = x.shape
+    return pd.DataFrame(
+        {
+            "item_id": [f"i{i:03d}" for i in range(n) for _ in range(k)],
+            "rater_id": [f"r{j}" for _ in range(n) for j in range(k)],
+            "score": x.ravel(),
+        }
+    )
+
+
+def pingouin_icc(long: pd.DataFrame) -> pd.DataFrame:
+    """pingouin's table under our names, for pingouin 0.7 (ICC(C,k), CI95) or older (ICC3k, CI95%)."""
+    raw = pg.intraclass_corr(long, "item_id", "rater_id", "score", nan_policy="omit")
+    ci_col = "CI95" if "CI95" in raw.columns else "CI95%"
+    out = raw.assign(type=raw["Type"].map(PINGOUIN_NAMES)).set_index("type")
+    ci = np.stack(out[ci_col].to_numpy())
+    return out.assign(ci_low=ci[:, 0], ci_high=ci[:, 1])
+
+
+def rated_matrix(seed: int, n: int, k: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    truth = rng.normal(size=(n, 1))
+    bias = rng.normal(scale=0.5, size=(1, k))
+    return np.round(3 + truth + bias + rng.normal(scale=0.8, size=(n, k)), 3)
+
+
+@pytest.mark.parametrize(("seed", "n", "k"), [(0, 5, 2), (1, 30, 2), (2, 20, 4), (3, 74, 3), (4, 12, 7)])
+def test_icc_matches_pingouin_on_complete_data(seed: int, n: int, k: int) -> None:
+    x = rated_matrix(seed, n, k)
+    ours = icc_matrix(x).set_index("type")
+    ref = pingouin_icc(long_from_matrix(x))
+    assert list(ours.index) == list(ICC_TYPES)
+    for t in ICC_TYPES:
+        assert ours.loc[t, "icc"] == pytest.approx(ref.loc[t, "ICC"], abs=1e-9)
+        assert ours.loc[t, "F"] == pytest.approx(ref.loc[t, "F"], rel=1e-9)
+        assert ours.loc[t, "df1"] == ref.loc[t, "df1"]
+        assert ours.loc[t, "df2"] == ref.loc[t, "df2"]
+        assert ours.loc[t, "pval"] == pytest.approx(ref.loc[t, "pval"], rel=1e-6, abs=1e-12)
+        # pingouin rounds its intervals to 2 decimals.
+        assert ours.loc[t, "ci_low"] == pytest.approx(ref.loc[t, "ci_low"], abs=0.005 + 1e-9)
+        assert ours.loc[t, "ci_high"] == pytest.approx(ref.loc[t, "ci_high"], abs=0.005 + 1e-9)
+
+
+def test_icc_table_reads_long_data_like_pingouin() -> None:
+    x = rated_matrix(7, 25, 3)
+    ours = icc_table(long_from_matrix(x)).set_index("type")
+    ref = pingouin_icc(long_from_matrix(x))
+    np.testing.assert_allclose(ours.loc[list(ICC_TYPES), "icc"], ref.loc[list(ICC_TYPES), "ICC"], atol=1e-9)
+
+
+def test_icc_f_intervals_match_the_unrounded_formulas() -> None:
+    # Shrout & Fleiss (1979) for ICC(3,k): bounds 1 - 1/(F/F_crit) and 1 - 1/(F * F_crit').
+    x = rated_matrix(11, 40, 2)
+    row = icc_matrix(x, confidence=0.90).set_index("type").loc["ICC3k"]
+    n, k = x.shape
+    f_val = row["F"]
+    low = 1 - 1 / (f_val / stats.f.ppf(0.95, n - 1, (n - 1) * (k - 1)))
+    high = 1 - 1 / (f_val * stats.f.ppf(0.95, (n - 1) * (k - 1), n - 1))
+    assert row["ci_low"] == pytest.approx(low, abs=1e-12)
+    assert row["ci_high"] == pytest.approx(high, abs=1e-12)
+
+
+def test_icc_table_drops_items_missing_a_rater_as_pingouin_does() -> None:
+    x = rated_matrix(5, 20, 3)
+    long = long_from_matrix(x)
+    long = long[~((long["item_id"].isin(["i000", "i007"])) & (long["rater_id"] == "r1"))]
+    ours = icc_table(long).set_index("type")
+    ref = pingouin_icc(long)
+    assert (ours["n_items"] == 18).all()
+    np.testing.assert_allclose(ours.loc[list(ICC_TYPES), "icc"], ref.loc[list(ICC_TYPES), "ICC"], atol=1e-9)
+
+
+def test_icc_refuses_duplicate_ratings_that_pingouin_would_average() -> None:
+    long = long_from_matrix(rated_matrix(1, 6, 2))
+    long = pd.concat([long, long.iloc[[0]]])
+    with pytest.raises(AgreementInputError, match="more than once"):
+        icc_table(long)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_icc_with_fewer_than_three_items_is_nan_with_a_note(n: int) -> None:
+    out = icc_matrix(np.arange(2 * n, dtype=float).reshape(n, 2))
+    assert out["icc"].isna().all()
+    assert out["note"].str.contains("fewer than 3 items").all()
+
+
+def test_icc_without_variance_between_items_is_nan_not_an_error() -> None:
+    out = icc_matrix(np.tile([[2.0, 3.0]], (6, 1)))
+    assert out["icc"].isna().all()
+    assert (out["note"] == "no variance between items").all()
+
+
+def test_icc_with_one_rater_is_nan_with_a_note() -> None:
+    out = icc_matrix(np.arange(5.0).reshape(5, 1))
+    assert out["icc"].isna().all()
+    assert out["note"].str.contains("fewer than 2 raters").all()
