@@ -6,10 +6,8 @@ Run with ``medhelm demo`` or ``streamlit run app.py``; the database comes from M
 from __future__ import annotations
 
 import streamlit as st
-from sqlmodel import Session
 
-from medhelm_core.users import verify_credentials
-from pages.common import current_user, engine, sign_in, sign_out
+from pages.common import current_user, sign_in, sign_out
 
 st.set_page_config(page_title="MedHELM Calibrate", layout="wide")
 
@@ -22,12 +20,9 @@ def sign_in_form() -> None:
         password = st.text_input("Password", type="password")
         submitted = st.form_submit_button("Sign in", type="primary")
     if submitted:
-        with Session(engine()) as session, session.begin():
-            user = verify_credentials(session, username.strip(), password)
-            if user is not None:
-                sign_in(user)
-        if user is None:
-            st.error("Unknown username or wrong password.")
+        refusal = sign_in(username, password)
+        if refusal:
+            st.error(refusal)
         else:
             st.rerun()
 
@@ -37,10 +32,13 @@ if who is None:
     st.navigation([st.Page(sign_in_form, title="Sign in", icon=":material/login:")], position="hidden").run()
 else:
     pages = [st.Page("pages/home.py", title="Studies", icon=":material/home:", default=True)]
+    if who.role in ("clinician", "researcher", "admin"):
+        pages.append(st.Page("pages/rate.py", title="Rate", icon=":material/rate_review:"))
     if who.role in ("researcher", "admin"):
+        pages.append(st.Page("pages/raters.py", title="Raters", icon=":material/group:"))
         pages.append(st.Page("pages/data.py", title="Data", icon=":material/database:"))
     with st.sidebar:
-        st.write(f"Signed in as **{who.display_name}** ({who.role})")
+        st.text(f"Signed in as {who.display_name} ({who.role})")
         if st.button("Sign out"):
             sign_out()
             st.rerun()

@@ -13,6 +13,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from medhelm_core.assignment import assign_balanced
 from medhelm_core.db import transaction
 from medhelm_core.importers import ImportReport, import_paths
 from medhelm_core.models import User
@@ -41,6 +42,7 @@ class DemoReport:
     """What seeding did, and the accounts to print."""
 
     accounts_created: list[str] = field(default_factory=list)
+    assignments_added: int = 0
     studies: dict[str, ImportReport] = field(default_factory=dict)
 
 
@@ -61,6 +63,9 @@ def seed_demo(engine: Engine) -> DemoReport:
             "treatment plans and medication questions, each answered by three models.",
         )
         report.studies[DEMO_STUDY] = import_paths(session, demo, [DEMO_ITEMS], "jsonl")
+        # Each demo item goes to two of the three demo clinicians, so they can start rating at once.
+        demo_clinicians = [name for name, role, _ in DEMO_ACCOUNTS if role == "clinician"]
+        report.assignments_added = len(assign_balanced(session, demo, 2, demo_clinicians).new)
         medhelm, _ = get_or_create_study(
             session,
             MEDHELM_STUDY,

@@ -135,6 +135,24 @@ class User(SQLModel, table=True):
     is_active: bool = True
     meta: dict[str, Any] = _json()
     created_at: datetime = _when()
+    #: consecutive failed sign-ins; reset by a successful one
+    failed_logins: int = 0
+    #: no sign-in is accepted before this time (back-off after repeated failures)
+    locked_until: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+
+
+class AuthSession(SQLModel, table=True):
+    """A signed-in browser session, kept in the database so it expires and can be revoked on the server
+    and works the same across several app processes. Only a hash of the token is stored.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    token_hash: str = Field(max_length=64, unique=True)
+    user_id: int = Field(foreign_key="user.id", index=True, ondelete="CASCADE")
+    created_at: datetime = _when()
+    expires_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    last_seen_at: datetime = _when()
+    revoked: bool = False
 
 
 class Assignment(SQLModel, table=True):

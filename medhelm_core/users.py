@@ -13,7 +13,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlmodel import Session, select
 
 from medhelm_core.errors import NotFoundError, ValidationError
-from medhelm_core.models import Role, User
+from medhelm_core.models import AuthSession, Role, User
 
 _hasher = PasswordHasher()
 USERNAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{2,150}$")
@@ -75,7 +75,9 @@ def set_password(session: Session, username: str, password: str) -> User:
     """Replace a user's password."""
     user = get_user(session, username)
     user.password_hash = hash_password(password)
+    user.failed_logins, user.locked_until = 0, None
     session.add(user)
+    revoke_user_sessions(session, user.id)
     return user
 
 
@@ -84,7 +86,19 @@ def disable_user(session: Session, username: str) -> User:
     user = get_user(session, username)
     user.is_active = False
     session.add(user)
+    revoke_user_sessions(session, user.id)
     return user
+
+
+def revoke_user_sessions(session: Session, user_id: int) -> int:
+    """Close every open session of a user (when disabled or their password changes)."""
+    rows = session.exec(
+        select(AuthSession).where(AuthSession.user_id == user_id, AuthSession.revoked == False)  # noqa: E712
+    ).all()
+    for row in rows:
+        row.revoked = True
+        session.add(row)
+    return len(rows)
 
 
 def list_users(session: Session) -> list[User]:

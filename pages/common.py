@@ -1,34 +1,24 @@
 """What every page shares: the database engine, the signed-in user, and the role check.
 
-The role is checked on the server side by every page through :func:`require_role`, not by hiding links.
+The browser session keeps only a random session token; who it belongs to, their role and whether the
+session is still open are read from the database on every page run (:func:`medhelm_core.auth.resolve_session`),
+so an expired or revoked session or a disabled account stops at once, and the role check in
+:func:`require_role` happens on the server for every page, not by hiding links.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from medhelm_core.db import shared_engine
+from medhelm_core import auth
+from medhelm_core.auth import Principal
+from medhelm_core.db import shared_engine, transaction
 from medhelm_core.errors import MedhelmError
-from medhelm_core.models import User
 from medhelm_core.schema import require_current_schema
 from medhelm_core.settings import database_url
 
-SESSION_LIFETIME = timedelta(hours=8)
-
-
-@dataclass(frozen=True)
-class SignedIn:
-    """The signed-in account as kept in the Streamlit session (no password material)."""
-
-    user_id: int
-    username: str
-    display_name: str
-    role: str
-    signed_in_at: datetime
+TOKEN_KEY = "session_token"
 
 
 @st.cache_resource(show_spinner=False)
@@ -48,32 +38,36 @@ def engine() -> Engine:
         raise  # unreachable; st.stop raises
 
 
-def sign_in(user: User) -> None:
-    """Remember ``user`` as signed in for this browser session."""
-    st.session_state["signed_in"] = SignedIn(
-        user_id=user.id,
-        username=user.username,
-        display_name=user.display_name or user.username,
-        role=user.role,
-        signed_in_at=datetime.now(UTC),
-    )
+def sign_in(username: str, password: str) -> str | None:
+    """Try to sign in; returns None on success, else the message to show."""
+    with transaction(engine()) as session:
+        result = auth.sign_in(session, username.strip(), password)
+    if result.token is None:
+        return result.message
+    st.session_state[TOKEN_KEY] = result.token
+    return None
 
 
 def sign_out() -> None:
-    """Forget the signed-in user."""
-    st.session_state.pop("signed_in", None)
+    """Close the session on the server and forget its token."""
+    token = st.session_state.pop(TOKEN_KEY, None)
+    with transaction(engine()) as session:
+        auth.sign_out(session, token)
 
 
-def current_user() -> SignedIn | None:
-    """The signed-in user, or None when nobody is signed in or the session has expired."""
-    who: SignedIn | None = st.session_state.get("signed_in")
-    if who is not None and datetime.now(UTC) - who.signed_in_at > SESSION_LIFETIME:
-        sign_out()
+def current_user() -> Principal | None:
+    """The signed-in user, or None when nobody is signed in or the session is no longer open."""
+    token = st.session_state.get(TOKEN_KEY)
+    if token is None:
         return None
+    with transaction(engine()) as session:
+        who = auth.resolve_session(session, token)
+    if who is None:
+        st.session_state.pop(TOKEN_KEY, None)
     return who
 
 
-def require_role(*roles: str) -> SignedIn:
+def require_role(*roles: str) -> Principal:
     """The signed-in user if their role is one of ``roles``; otherwise the page stops here."""
     who = current_user()
     if who is None:

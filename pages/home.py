@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlmodel import Session
 
-from medhelm_core.models import Assignment, Rating, Study
+from medhelm_core.rating_queue import progress
 from medhelm_core.studies import list_studies, summarise_study
 from pages.common import engine, require_role
 
@@ -26,19 +25,11 @@ with Session(engine()) as session:
                 width="stretch",
             )
     else:
-        assigned = session.exec(
-            select(Study.title, func.count(Assignment.id), Study.id)
-            .join(Assignment, Assignment.study_id == Study.id)
-            .where(Assignment.user_id == who.user_id)
-            .group_by(Study.id, Study.title)
-        ).all()
-        if not assigned:
+        mine = progress(session, who)
+        if not mine:
             st.info("No items are assigned to you yet. A researcher will assign items to your account.")
-        for title, total, study_id in assigned:
-            done = session.exec(
-                select(func.count(func.distinct(Rating.item_id)))
-                .join(Assignment, (Assignment.item_id == Rating.item_id) & (Assignment.user_id == Rating.rater_id))
-                .where(Rating.rater_id == who.user_id, Assignment.study_id == study_id)
-            ).one()
-            st.subheader(title)
-            st.progress(done / total if total else 0.0, text=f"{done} of {total} done")
+        for p in mine:
+            st.subheader(p.title or p.name)
+            st.progress(p.done / p.assigned if p.assigned else 0.0, text=f"{p.done} of {p.assigned} done")
+        if mine:
+            st.page_link("pages/rate.py", label="Continue rating", icon=":material/rate_review:")

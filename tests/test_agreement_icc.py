@@ -12,8 +12,10 @@ from medhelm_core.agreement import (
     ICC_TYPES,
     PINGOUIN_NAMES,
     AgreementInputError,
+    icc_from_sums_of_squares,
     icc_matrix,
     icc_table,
+    weighted_sums_of_squares,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword")
@@ -116,3 +118,31 @@ def test_icc_with_one_rater_is_nan_with_a_note() -> None:
     out = icc_matrix(np.arange(5.0).reshape(5, 1))
     assert out["icc"].isna().all()
     assert out["note"].str.contains("fewer than 2 raters").all()
+
+
+# Shrout, P. E. & Fleiss, J. L. (1979). Intraclass correlations: uses in assessing rater reliability.
+# Psychological Bulletin, 86(2), 420-428. Table 2: four judges rate six targets.
+SHROUT_FLEISS_TABLE_2 = np.array(
+    [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]], dtype=float
+)
+
+
+@pytest.mark.parametrize(
+    ("form", "published"),
+    [("ICC1", 0.17), ("ICC2", 0.29), ("ICC3", 0.71), ("ICC1k", 0.44), ("ICC2k", 0.62), ("ICC3k", 0.91)],
+)
+def test_icc_reproduces_shrout_and_fleiss_1979_table_2(form: str, published: float) -> None:
+    """Shrout & Fleiss (1979), Psychological Bulletin 86(2):420-428, Tables 2 and 4.
+
+    The published ICC(1,1) .17, ICC(2,1) .29, ICC(3,1) .71, ICC(1,4) .44, ICC(2,4) .62 and ICC(3,4) .91
+    are given to two decimals; ours must round to them.
+    """
+    table = icc_matrix(SHROUT_FLEISS_TABLE_2).set_index("type")
+    assert round(float(table.loc[form, "icc"]), 2) == published
+
+
+def test_icc_reproduces_shrout_and_fleiss_1979_mean_squares() -> None:
+    # Their ANOVA of Table 2: BMS 11.24, WMS 6.26, JMS 32.49, EMS 1.02.
+    ss = weighted_sums_of_squares(SHROUT_FLEISS_TABLE_2, np.ones((1, 6)))
+    ms = {k: round(float(v[0]), 2) for k, v in icc_from_sums_of_squares(ss).items() if k.startswith("ms")}
+    assert ms == {"msr": 11.24, "msw": 6.26, "msc": 32.49, "mse": 1.02}

@@ -8,16 +8,16 @@ import subprocess
 import sys
 import time
 import urllib.request
-from datetime import UTC, datetime, timedelta
 
 import pytest
 from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
+from medhelm_core import auth
 from medhelm_core.db import transaction
 from medhelm_core.demo import seed_demo
 from medhelm_core.users import add_user
-from pages.common import SignedIn
+from pages.common import TOKEN_KEY
 
 
 @pytest.fixture
@@ -63,23 +63,36 @@ def test_the_data_page_is_not_in_a_clinicians_navigation(app_db):
         at.switch_page("pages/data.py")
 
 
-@pytest.mark.parametrize("role", [None, "clinician", "adjudicator"])
-def test_the_data_page_itself_refuses_other_roles(app_db, role):
+def token_for(engine, username, password):
+    with transaction(engine) as s:
+        return auth.sign_in(s, username, password).token
+
+
+@pytest.mark.parametrize("account", [None, ("clinician1", "clinician1-demo"), ("adj", "adjudicator-pw")])
+def test_the_data_page_itself_refuses_other_roles(app_db, account):
     """Run the page script directly, as a crafted request would: the page checks the role itself."""
+    with transaction(app_db) as s:
+        add_user(s, "adj", "adjudicator", "adjudicator-pw")
     at = AppTest.from_file(str(REPO / "pages" / "data.py"), default_timeout=30)
-    if role is not None:
-        at.session_state["signed_in"] = SignedIn(1, "x", "x", role, datetime.now(UTC))
+    if account is not None:
+        at.session_state[TOKEN_KEY] = token_for(app_db, *account)
     at.run()
     assert not at.exception
     shown = [e.value for e in at.error] + [w.value for w in at.warning]
-    assert shown == (["Please sign in."] if role is None else ["Your account cannot open this page."])
+    assert shown == (["Please sign in."] if account is None else ["Your account cannot open this page."])
     assert not at.text and not at.selectbox  # nothing of the data drawn
 
 
-def test_an_expired_session_must_sign_in_again(app_db):
+def test_a_forged_or_revoked_token_is_not_a_session(app_db):
     at = AppTest.from_file(str(REPO / "pages" / "home.py"), default_timeout=30)
-    at.session_state["signed_in"] = SignedIn(1, "researcher", "R", "researcher",
-                                             datetime.now(UTC) - timedelta(hours=9))
+    at.session_state[TOKEN_KEY] = "forged-token"
+    at.run()
+    assert [w.value for w in at.warning] == ["Please sign in."]
+    token = token_for(app_db, "researcher", "researcher-demo")
+    with transaction(app_db) as s:
+        auth.sign_out(s, token)
+    at = AppTest.from_file(str(REPO / "pages" / "home.py"), default_timeout=30)
+    at.session_state[TOKEN_KEY] = token
     at.run()
     assert [w.value for w in at.warning] == ["Please sign in."]
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 COMMANDS = [[], ["init"], ["import"], ["export"], ["studies"], ["demo"], ["users"], ["users", "add"],
-            ["users", "list"], ["users", "disable"], ["users", "set-password"]]
+            ["users", "list"], ["users", "disable"], ["users", "set-password"], ["assign"], ["agreement"], ["icc"]]
 
 
 def medhelm(url, *args, stdin=None):

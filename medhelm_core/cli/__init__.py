@@ -11,14 +11,14 @@ import sys
 import click
 import typer
 
-from medhelm_core.cli import data, demo, users
+from medhelm_core.cli import agreement, assign, data, demo, users
 from medhelm_core.cli.common import app
 from medhelm_core.errors import MedhelmError
 
 __all__ = ["app", "main"]
 
 # Command modules register themselves on ``app`` when imported.
-_ = (data, demo, users)
+_ = (agreement, assign, data, demo, users)
 
 
 def main(argv: list[str] | None = None) -> None:

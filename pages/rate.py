@@ -1,0 +1,124 @@
+"""Rate: a clinician works through their queue, one item at a time.
+
+Model text is drawn with st.text (plain text, never markdown or HTML). Every submission is written in one
+transaction with a request id, so a double click or a rerun never writes twice; a refused submission keeps
+what was filled in (the form's widgets keep their values).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import streamlit as st
+from sqlmodel import Session
+
+from medhelm_core import rating_queue as rq
+from medhelm_core.db import transaction
+from medhelm_core.errors import MedhelmError
+from medhelm_core.models import RatingFlag
+from pages.common import engine, require_role
+
+FLAGS = {"": "No flag", **{f.value: f.value.replace("_", " ").capitalize() for f in RatingFlag}}
+
+who = require_role("clinician", "researcher", "admin", "adjudicator")
+st.title("Rate")
+
+with Session(engine()) as session:
+    studies = rq.progress(session, who)
+if not studies:
+    st.info("No items are assigned to you yet. A researcher will assign items to your account.")
+    st.stop()
+
+by_label = {f"{p.title or p.name}  ({p.done} of {p.assigned} done)": p for p in studies}
+chosen = by_label[
+    st.selectbox("Study", list(by_label), label_visibility="collapsed" if len(studies) == 1 else "visible")
+]
+st.progress(chosen.done / chosen.assigned if chosen.assigned else 0.0, text=f"{chosen.done} of {chosen.assigned} done")
+
+with Session(engine()) as session:
+    entries = rq.queue(session, who, chosen.study_id)
+    rubric = rq.study_rubric(session, chosen.study_id)
+
+pos_key = f"position_{chosen.study_id}"
+if pos_key not in st.session_state or st.session_state[pos_key] >= len(entries):
+    st.session_state[pos_key] = rq.first_open(entries)  # resume where they left off
+
+
+def go(step: int) -> None:
+    st.session_state[pos_key] = min(max(st.session_state[pos_key] + step, 0), len(entries) - 1)
+
+
+nav_prev, nav_label, nav_next = st.columns([1, 4, 1])
+nav_prev.button("← Previous", on_click=go, args=(-1,), disabled=st.session_state[pos_key] == 0, width="stretch")
+nav_next.button("Next →", on_click=go, args=(1,), disabled=st.session_state[pos_key] >= len(entries) - 1,
+                width="stretch")
+index = st.session_state[pos_key]
+entry = entries[index]
+nav_label.markdown(f"Item **{index + 1}** of {len(entries)}" + ("  ·  rated, you can revise it" if entry.rated else ""))
+
+with Session(engine()) as session:
+    item = rq.load_item(session, who, chosen.study_id, entry.item_id)
+
+shown_key = f"shown_{item.item_id}"
+st.session_state.setdefault(shown_key, time.monotonic())
+
+left, right = st.columns([3, 2], gap="large")
+with left:
+    if not item.text_available:
+        st.caption("The texts of this item were not imported (ids and scores only).")
+    st.markdown("**Request**")
+    with st.container(height=260, border=True):
+        st.text(item.input_text)
+    st.markdown("**Response to rate**")
+    with st.container(height=260, border=True):
+        st.text(item.output_text)
+    if item.reference_text is not None:
+        with st.expander("Reference answer", expanded=False):
+            st.text(item.reference_text)
+
+with right:
+    revision_tag = f"{item.item_id}_{item.revision}"
+    with st.form(f"rating_{revision_tag}", clear_on_submit=False, enter_to_submit=False, border=True):
+        values: dict[str, int | None] = {}
+        for criterion in rubric.criteria:
+            levels = list(range(criterion.scale_min, criterion.scale_max + 1))
+            current = item.scores.get(criterion.name)
+            values[criterion.name] = st.radio(
+                criterion.label,
+                levels,
+                index=levels.index(current) if current in levels else None,
+                horizontal=True,
+                key=f"score_{revision_tag}_{criterion.name}",
+                help=criterion.description or None,
+            )
+            if criterion.anchors:
+                st.caption("  \n".join(f"{lvl}: {text}" for lvl, text in sorted(criterion.anchors.items())))
+        comment = st.text_area("Comment (optional)", value=item.comment, key=f"comment_{revision_tag}", height=80)
+        flag = st.selectbox("Flag", list(FLAGS), format_func=FLAGS.get, index=list(FLAGS).index(item.flag or ""),
+                            key=f"flag_{revision_tag}")
+        submitted = st.form_submit_button("Submit rating" if not entry.rated else "Save revision", type="primary",
+                                          width="stretch")
+
+    if submitted:
+        request_key = f"request_{revision_tag}"
+        request_id = st.session_state.setdefault(request_key, uuid.uuid4().hex)
+        try:
+            with transaction(engine()) as session:
+                rq.submit(
+                    session, who, chosen.study_id, item.item_id,
+                    {k: v for k, v in values.items() if v is not None},
+                    comment=comment, flag=flag or None, request_id=request_id,
+                    elapsed_seconds=time.monotonic() - st.session_state[shown_key],
+                )
+        except MedhelmError as exc:
+            st.session_state.pop(request_key, None)
+            st.error(str(exc))
+        else:
+            st.session_state.pop(shown_key, None)
+            with Session(engine()) as session:
+                fresh = rq.queue(session, who, chosen.study_id)
+            later = [i for i in range(index + 1, len(fresh)) if not fresh[i].rated]
+            st.session_state[pos_key] = later[0] if later else rq.first_open(fresh)
+            st.toast("Rating saved")
+            st.rerun()

@@ -1,0 +1,153 @@
+"""A real Chromium against `streamlit run`: a clinician rates, reloads, sees the rating kept, and a hostile
+output is shown as characters and runs nothing.
+
+Uses Debian's chromium (`/usr/bin/chromium`, installed by .ci/run) through the Playwright package; never
+`playwright install`. Skipped outside CI when Chromium is missing; in CI a missing Chromium is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from sqlmodel import Session, select
+
+from medhelm_core.db import make_engine, transaction
+from medhelm_core.demo import seed_demo
+from medhelm_core.models import Assignment, Item, RatingSubmission, User
+
+pytestmark = pytest.mark.browser
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+HOSTILE = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
+SHOTS = Path(os.environ.get("MEDHELM_SCREENSHOTS", "")) if os.environ.get("MEDHELM_SCREENSHOTS") else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is not installed; .ci/run installs it")
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    db = tmp_path_factory.mktemp("browser") / "app.db"
+    url = f"sqlite:///{db}"
+    engine = make_engine(url)
+    seed_demo(engine)
+    with transaction(engine) as s:
+        # Put a hostile output first in clinician1's queue so the page shows it at once.
+        uid = s.exec(select(User.id).where(User.username == "clinician1")).one()
+        first = s.exec(select(Assignment).where(Assignment.user_id == uid).order_by(Assignment.position)).first()
+        item = s.get(Item, first.item_id)
+        item.output_text = f"Take 500 mg twice daily. {HOSTILE} **not bold**"
+        s.add(item)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.port", str(port),
+         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=REPO, env={**os.environ, "MEDHELM_DATABASE_URL": url},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    base = f"http://localhost:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/_stcore/health", timeout=2).read()
+            break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise
+            time.sleep(0.5)
+    yield base, engine, first.item_id
+    proc.terminate()
+    proc.wait(timeout=20)
+    engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )
+        yield chromium
+        chromium.close()
+
+
+def sign_in(page, base, username, password):
+    page.goto(base)
+    page.get_by_label("Username").fill(username)
+    page.get_by_role("textbox", name="Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_text("Signed in as").wait_for(timeout=30_000)
+
+
+def shot(page, name):
+    if SHOTS:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_clinician_rates_reloads_and_sees_the_rating_kept_and_hostile_text_inert(served, browser):
+    base, engine, hostile_item = served
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    sign_in(page, base, "clinician1", "clinician1-demo")
+    page.get_by_role("link", name="Rate").click()
+    page.get_by_text("Response to rate").wait_for(timeout=30_000)
+    page.get_by_text("0 of 32 done").first.wait_for()
+
+    # The hostile output is on screen as characters; its script and onerror handler never ran.
+    page.get_by_text("<script>window.__pwned = 1</script>", exact=False).wait_for()
+    assert page.evaluate("window.__pwned === undefined")
+    assert page.locator("img[src='x']").count() == 0
+    assert page.get_by_text("**not bold**", exact=False).count() == 1
+    shot(page, "rate_page")
+
+    for criterion, score in (("Accuracy", "2"), ("Completeness", "4"), ("Clarity", "5")):
+        group = page.get_by_role("radiogroup", name=criterion)
+        group.get_by_text(score, exact=True).click()
+    page.get_by_label("Comment (optional)").fill("dose looks wrong")
+    page.get_by_role("button", name="Submit rating").click()
+    page.get_by_text("1 of 32 done").first.wait_for(timeout=30_000)
+
+    with Session(engine) as s:
+        saved = s.exec(select(RatingSubmission).where(RatingSubmission.item_id == hostile_item)).one()
+    assert saved.scores == {"accuracy": 2, "completeness": 4, "clarity": 5}
+    assert saved.comment == "dose looks wrong"
+
+    page.reload()
+    sign_in(page, base, "clinician1", "clinician1-demo")
+    page.get_by_role("link", name="Rate").click()
+    page.get_by_text("1 of 32 done").first.wait_for(timeout=30_000)
+    page.get_by_role("button", name="← Previous").click()
+    page.get_by_role("button", name="Save revision").wait_for(timeout=30_000)
+    checked = page.locator("[role=radiogroup] input:checked")
+    assert checked.count() == 3
+    values = json.loads(page.evaluate(
+        "JSON.stringify(Array.from(document.querySelectorAll('[role=radiogroup] input:checked'))"
+        ".map(e => e.closest('label').innerText.trim()))"
+    ))
+    assert values == ["2", "4", "5"]
+    assert page.evaluate("window.__pwned === undefined") and dialogs == []
+    shot(page, "rate_page_revisit")
+    page.close()
