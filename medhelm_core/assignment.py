@@ -250,3 +250,19 @@ def rater_progress(session: Session, study: Study) -> list[RaterProgress]:
         RaterProgress(name, display or name, active, assigned, done, last.isoformat() if last else None)
         for name, display, active, assigned, done, last in rows
     ]
+
+
+def unrated_assignments(session: Session, study: Study, username: str) -> list[Item]:
+    """The items of ``study`` assigned to ``username`` that they have not rated yet (these can move)."""
+    from medhelm_core.models import RatingSubmission
+
+    user = _user(session, username)
+    submitted = select(RatingSubmission.item_id).where(RatingSubmission.rater_id == user.id)
+    return list(
+        session.exec(
+            select(Item)
+            .join(Assignment, Assignment.item_id == Item.id)
+            .where(Assignment.study_id == study.id, Assignment.user_id == user.id, Item.id.not_in(submitted))
+            .order_by(Item.benchmark, Item.instance_id, Item.model)
+        ).all()
+    )

@@ -6,7 +6,13 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from medhelm_core.assignment import assign_balanced, rater_progress, reassign, study_clinicians
+from medhelm_core.assignment import (
+    assign_balanced,
+    rater_progress,
+    reassign,
+    study_clinicians,
+    unrated_assignments,
+)
 from medhelm_core.db import transaction
 from medhelm_core.errors import MedhelmError
 from medhelm_core.studies import get_study, list_studies
@@ -57,16 +63,26 @@ if go:
         st.rerun()
 
 st.subheader("Reassign an unrated item")
+assigned_names = [r.username for r in rows]
+if not assigned_names:
+    st.caption("Assign items first.")
+    st.stop()
+source = st.selectbox("From", assigned_names)
+with Session(engine()) as session:
+    movable = unrated_assignments(session, get_study(session, name), source)
+if not movable:
+    st.caption(f"{source} has rated every item assigned to them; rated items stay with their rater.")
+    st.stop()
+labels = {f"{i.benchmark} / {i.instance_id} / {i.model}": i.id for i in movable}
 with st.form("reassign"):
-    item_id = st.number_input("Item id", min_value=1, step=1)
-    source = st.selectbox("From", clinicians)
-    target = st.selectbox("To", clinicians)
+    picked = st.selectbox(f"Item ({len(movable)} unrated)", list(labels))
+    target = st.selectbox("To", [c for c in clinicians if c != source])
     move = st.form_submit_button("Reassign")
 if move:
     try:
         with transaction(engine()) as session:
-            reassign(session, get_study(session, name), int(item_id), source, target)
+            reassign(session, get_study(session, name), labels[picked], source, target)
     except MedhelmError as exc:
         st.error(str(exc))
     else:
-        st.success(f"Item {int(item_id)} moved from {source} to {target}.")
+        st.success(f"{picked} moved from {source} to {target}.")

@@ -1,0 +1,83 @@
+"""The Raters page: researchers see each clinician's progress, assign and reassign; nobody else can."""
+
+from __future__ import annotations
+
+import pytest
+from sqlmodel import Session, select
+from streamlit.testing.v1 import AppTest
+
+from conftest import REPO
+from medhelm_core import auth
+from medhelm_core.db import transaction
+from medhelm_core.demo import seed_demo
+from medhelm_core.models import Assignment, User
+from medhelm_core.users import add_user
+from pages.common import TOKEN_KEY
+
+PAGE = str(REPO / "pages" / "raters.py")
+
+
+@pytest.fixture
+def demo_db(sqlite_engine, monkeypatch):
+    seed_demo(sqlite_engine)
+    monkeypatch.setenv("MEDHELM_DATABASE_URL", str(sqlite_engine.url))
+    return sqlite_engine
+
+
+def open_as(engine, username, password) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=30)
+    with transaction(engine) as s:
+        at.session_state[TOKEN_KEY] = auth.sign_in(s, username, password).token
+    return at.run()
+
+
+def test_researcher_sees_progress_of_each_clinician(demo_db):
+    at = open_as(demo_db, "researcher", "researcher-demo")
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["username"]) == ["clinician1", "clinician2", "clinician3"]
+    assert list(table["assigned"]) == [32, 32, 32] and list(table["done"]) == [0, 0, 0]
+
+
+def test_assigning_a_new_clinician_keeps_existing_assignments(demo_db):
+    with transaction(demo_db) as s:
+        add_user(s, "clinician4", "clinician", "clinician4-demo")
+    at = open_as(demo_db, "researcher", "researcher-demo")
+    at.number_input[0].set_value(3)
+    at = next(b for b in at.button if b.label == "Assign").click().run()
+    assert not at.exception
+    with Session(demo_db) as s:
+        rows = s.exec(select(Assignment.item_id, Assignment.user_id)).all()
+    per_item = {}
+    for item, user in rows:
+        per_item.setdefault(item, set()).add(user)
+    assert all(len(v) == 3 for v in per_item.values()) and len(rows) == 48 * 3
+
+
+def test_reassign_moves_an_unrated_item(demo_db):
+    at = open_as(demo_db, "researcher", "researcher-demo")
+    first = at.selectbox[2].options[0]
+    instance = first.split(" / ")[1]
+    model = first.split(" / ")[2]
+    with Session(demo_db) as s:
+        from medhelm_core.models import Item
+
+        item_id = s.exec(select(Item.id).where(Item.instance_id == instance, Item.model == model)).one()
+        holders = set(s.exec(select(User.username).join(Assignment, Assignment.user_id == User.id)
+                             .where(Assignment.item_id == item_id)).all())
+    free = next(c for c in ("clinician2", "clinician3") if c not in holders)
+    at.selectbox[3].set_value(free)
+    at = next(b for b in at.button if b.label == "Reassign").click().run()
+    assert not at.exception
+    assert any(f"moved from clinician1 to {free}" in s.value for s in at.success), [e.value for e in at.error]
+    with Session(demo_db) as s:
+        loads = {u: 0 for u in ("clinician1", "clinician2", "clinician3")}
+        for name in s.exec(select(User.username).join(Assignment, Assignment.user_id == User.id)).all():
+            loads[name] += 1
+    assert loads["clinician1"] == 31
+
+
+def test_clinicians_cannot_open_it(demo_db):
+    at = open_as(demo_db, "clinician1", "clinician1-demo")
+    assert [e.value for e in at.error] == ["Your account cannot open this page."]
+    assert not at.dataframe
