@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from sqlalchemy import insert
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from medhelm_core import rating_queue as rq
 from medhelm_core.assignment import assign_balanced
@@ -92,10 +92,13 @@ def main() -> None:
         saves.append(time.perf_counter() - t)
     result = {"database": engine.url.get_backend_name(), "items": args.items, "clinicians": args.clinicians,
               "render_next": summary(renders), "save_rating": summary(saves)}
-    print(json.dumps(result, indent=2) if args.json else
-          f"{result['database']}: {args.items} items, {args.clinicians} clinicians\n"
-          f"  render next item: median {result['render_next']['median_ms']} ms, p95 {result['render_next']['p95_ms']} ms\n"
-          f"  save a rating:    median {result['save_rating']['median_ms']} ms, p95 {result['save_rating']['p95_ms']} ms")
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    render, saving = result["render_next"], result["save_rating"]
+    print(f"{result['database']}: {args.items} items, {args.clinicians} clinicians")
+    print(f"  render next item: median {render['median_ms']} ms, p95 {render['p95_ms']} ms")
+    print(f"  save a rating:    median {saving['median_ms']} ms, p95 {saving['p95_ms']} ms")
 
 
 if __name__ == "__main__":

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from conftest import REPO
 from sqlmodel import Session, select
 from streamlit.testing.v1 import AppTest
 
-from conftest import REPO
 from medhelm_core import auth
 from medhelm_core.db import transaction
 from medhelm_core.demo import seed_demo
