@@ -132,3 +132,32 @@ def test_the_app_answers_on_its_health_endpoint(app_db, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_medhelm_demo_seeds_prints_accounts_and_serves_the_app(tmp_path):
+    """The README's first Quickstart command, end to end: seed, print the accounts, answer on /_stcore/health."""
+    port = _free_port()
+    env = {**os.environ, "MEDHELM_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}"}
+    proc = subprocess.Popen([sys.executable, "-m", "medhelm_core", "demo", "--port", str(port)], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        printed = []
+        for line in proc.stdout:
+            printed.append(line)
+            if "starting the app" in line:
+                break
+        text = "".join(printed)
+        assert "clinician1" in text and "password: clinician1-demo" in text and "study demo: 48 items" in text
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=2) as r:
+                    assert r.read() == b"ok"
+                    break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.5)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

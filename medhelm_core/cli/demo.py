@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -60,7 +61,17 @@ def run_app(url: str, port: int) -> None:
         "--browser.gatherUsageStats", "false",
     ]
     typer.echo(f"starting the app on http://localhost:{port} (Ctrl-C to stop)")
+    app_process = subprocess.Popen(cmd, cwd=REPO, env=env)
+    # Stopping `medhelm demo` (Ctrl-C or SIGTERM) stops the app too, rather than leaving it running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        subprocess.run(cmd, cwd=REPO, env=env, check=False)
+        app_process.wait()
     except KeyboardInterrupt:
         pass
+    finally:
+        if app_process.poll() is None:
+            app_process.terminate()
+            try:
+                app_process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                app_process.kill()
