@@ -46,6 +46,14 @@ from medhelm_core.agreement.contract import (
     rater_scores,
     validate_long,
 )
+from medhelm_core.agreement.gwet import (
+    GWET_COLUMNS,
+    GWET_WEIGHTS,
+    category_counts,
+    gwet_ac,
+    gwet_ac_table,
+    gwet_weights,
+)
 from medhelm_core.agreement.icc import (
     ICC_DESCRIPTIONS,
     ICC_TYPES,
@@ -77,6 +85,12 @@ from medhelm_core.agreement.protocol import (
 )
 
 __all__ = [
+    "GWET_COLUMNS",
+    "GWET_WEIGHTS",
+    "category_counts",
+    "gwet_ac",
+    "gwet_ac_table",
+    "gwet_weights",
     "ALPHA_LEVELS",
     "BOOTSTRAP_METHODS",
     "CLINICIAN_PAIR",
