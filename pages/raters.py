@@ -15,10 +15,11 @@ from medhelm_core.assignment import (
 )
 from medhelm_core.db import transaction
 from medhelm_core.errors import MedhelmError
-from medhelm_core.studies import get_study, list_studies
+from medhelm_core.planning import items_needed
+from medhelm_core.studies import get_study, list_studies, summarise_study
 from pages.common import engine, require_role
 
-require_role("researcher", "admin")
+who = require_role("researcher", "admin")
 st.title("Raters")
 
 with Session(engine()) as session:
@@ -42,6 +43,27 @@ if rows:
 else:
     st.info("Nobody is assigned to this study yet.")
 
+with st.expander("Study size: how many items for the confidence interval you want", expanded=not rows):
+    st.caption(
+        "Zou (2012)'s design, computed exactly: a one-way ICC of single ratings with the F-based 95% CI. "
+        "MedHELM planned for an expected ICC of 0.75 with two raters and 80% assurance."
+    )
+    c1, c2, c3, c4 = st.columns(4)
+    target = c1.number_input("Expected ICC", 0.05, 0.95, 0.75, 0.05)
+    per_item = c2.number_input("Raters per item", 2, 10, max(study.overlap, 2))
+    width = c3.number_input("CI width at most", 0.05, 0.9, 0.2, 0.05)
+    sure = c4.number_input("Assurance", 0.5, 0.99, 0.8, 0.05)
+    try:
+        plan = items_needed(float(target), int(per_item), width=float(width), assurance=float(sure))
+    except MedhelmError as exc:
+        st.error(str(exc))
+    else:
+        with Session(engine()) as session:
+            have = summarise_study(session, get_study(session, name)).items
+        st.metric("Items needed", plan.items, delta=f"{have - plan.items:+d} vs the {have} in this study",
+                  delta_color="normal" if have >= plan.items else "inverse")
+        st.caption(plan.method)
+
 st.subheader("Assign")
 st.caption(
     "Each item goes to the chosen number of distinct clinicians; loads differ by at most one and pairs of "
@@ -49,13 +71,13 @@ st.caption(
 )
 with st.form("assign"):
     overlap = st.number_input("Clinicians per item", min_value=1, max_value=max(len(clinicians), 1),
-                              value=min(study.overlap, max(len(clinicians), 1)))
+                              value=min(study.overlap, max(len(clinicians), 1)), key="overlap")
     chosen = st.multiselect("Clinicians (empty: all active clinicians)", clinicians)
     go = st.form_submit_button("Assign", type="primary")
 if go:
     try:
         with transaction(engine()) as session:
-            plan = assign_balanced(session, get_study(session, name), int(overlap), chosen or None)
+            plan = assign_balanced(session, get_study(session, name), int(overlap), chosen or None, actor=who)
     except MedhelmError as exc:
         st.error(str(exc))
     else:
@@ -81,7 +103,7 @@ with st.form("reassign"):
 if move:
     try:
         with transaction(engine()) as session:
-            reassign(session, get_study(session, name), labels[picked], source, target)
+            reassign(session, get_study(session, name), labels[picked], source, target, actor=who)
     except MedhelmError as exc:
         st.error(str(exc))
     else:

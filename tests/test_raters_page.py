@@ -43,7 +43,7 @@ def test_assigning_a_new_clinician_keeps_existing_assignments(demo_db):
     with transaction(demo_db) as s:
         add_user(s, "clinician4", "clinician", "clinician4-demo")
     at = open_as(demo_db, "researcher", "researcher-demo")
-    at.number_input[0].set_value(3)
+    at.number_input(key="overlap").set_value(3)
     at = next(b for b in at.button if b.label == "Assign").click().run()
     assert not at.exception
     with Session(demo_db) as s:
@@ -75,6 +75,13 @@ def test_reassign_moves_an_unrated_item(demo_db):
         for name in s.exec(select(User.username).join(Assignment, Assignment.user_id == User.id)).all():
             loads[name] += 1
     assert loads["clinician1"] == 31
+
+
+def test_the_planner_shows_items_needed_against_the_study(demo_db):
+    at = open_as(demo_db, "researcher", "researcher-demo")
+    needed = at.metric[0]
+    assert needed.label == "Items needed" and needed.value == "98"  # ICC 0.75, 2 raters, width 0.2, 80%
+    assert "-50 vs the 48 in this study" in needed.delta
 
 
 def test_clinicians_cannot_open_it(demo_db):
