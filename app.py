@@ -37,6 +37,9 @@ else:
     if who.role in ("researcher", "admin"):
         pages.append(st.Page("pages/raters.py", title="Raters", icon=":material/group:"))
         pages.append(st.Page("pages/data.py", title="Data", icon=":material/database:"))
+        pages.append(st.Page("pages/metrics.py", title="Metrics", icon=":material/functions:"))
+        pages.append(st.Page("pages/jury.py", title="Jury", icon=":material/gavel:"))
+        pages.append(st.Page("pages/agreement.py", title="Agreement", icon=":material/insights:"))
     with st.sidebar:
         st.text(f"Signed in as {who.display_name} ({who.role})")
         if st.button("Sign out"):

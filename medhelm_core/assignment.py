@@ -22,6 +22,7 @@ from itertools import combinations
 
 from sqlmodel import Session, select
 
+from medhelm_core.audit import Actor, record_event
 from medhelm_core.errors import NotFoundError, ValidationError
 from medhelm_core.models import Assignment, Item, Rating, Role, Study, User
 
@@ -157,12 +158,19 @@ def study_clinicians(session: Session, usernames: Sequence[str] | None = None) -
 
 
 def assign_balanced(
-    session: Session, study: Study, overlap: int | None = None, usernames: Sequence[str] | None = None
+    session: Session,
+    study: Study,
+    overlap: int | None = None,
+    usernames: Sequence[str] | None = None,
+    *,
+    actor: Actor = "cli",
 ) -> AssignmentPlan:
     """Assign the study's items to clinicians (inside the caller's transaction) and store the overlap.
 
-    Keeps every existing assignment; adds only what makes each item reach ``overlap`` clinicians.
+    Keeps every existing assignment; adds only what makes each item reach ``overlap`` clinicians. The
+    change is recorded in the audit trail as done by ``actor``.
     """
+    previous_overlap = study.overlap
     overlap = overlap or study.overlap
     clinicians = study_clinicians(session, usernames)
     item_ids = list(session.exec(select(Item.id).where(Item.study_id == study.id).order_by(Item.id)).all())
@@ -178,11 +186,16 @@ def assign_balanced(
     study.overlap = overlap
     session.add(study)
     session.flush()
+    if plan.new or overlap != previous_overlap:  # a re-run that changes nothing leaves no trail
+        record_event(session, "assignment.balanced", actor=actor, study_id=study.id, overlap=overlap,
+                     added=len(plan.new), clinicians=[c.username for c in clinicians])
     return plan
 
 
-def reassign(session: Session, study: Study, item_id: int, from_username: str, to_username: str) -> Assignment:
-    """Move one not-yet-rated assignment from one clinician to another."""
+def reassign(
+    session: Session, study: Study, item_id: int, from_username: str, to_username: str, *, actor: Actor = "cli"
+) -> Assignment:
+    """Move one not-yet-rated assignment from one clinician to another (recorded as done by ``actor``)."""
     source = _user(session, from_username)
     target = _user(session, to_username)
     if target.role != Role.clinician.value or not target.is_active:
@@ -203,6 +216,8 @@ def reassign(session: Session, study: Study, item_id: int, from_username: str, t
     row.position = queue_position(study.order_seed, target.id, item_id)
     session.add(row)
     session.flush()
+    record_event(session, "assignment.moved", actor=actor, study_id=study.id, item_id=item_id,
+                 from_user=from_username, to_user=to_username)
     return row
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 from sqlmodel import Session
 
+from medhelm_core.audit import Actor, record_event
 from medhelm_core.errors import ValidationError
 from medhelm_core.models import Study
 from medhelm_core.study_data import (
@@ -20,11 +21,14 @@ from medhelm_core.study_data import (
 EXPORT_FORMATS = ("csv", "jsonl", "parquet")
 
 
-def export_study(session: Session, study: Study, out_dir: Path, fmt: str = "csv") -> dict[str, int]:
+def export_study(
+    session: Session, study: Study, out_dir: Path, fmt: str = "csv", *, actor: Actor = "cli"
+) -> dict[str, int]:
     """Write items, current ratings, rating history, verdicts and metric scores to ``out_dir``.
 
     Returns the number of rows written per file name. Files are written to a temporary name first and
-    renamed, so an interrupted export never leaves a half-written file under the final name.
+    renamed, so an interrupted export never leaves a half-written file under the final name. The export
+    is recorded in the audit trail (in the caller's transaction) as done by ``actor``.
     """
     if fmt not in EXPORT_FORMATS:
         raise ValidationError(f"unknown export format {fmt!r}; formats are: {', '.join(EXPORT_FORMATS)}")
@@ -43,6 +47,8 @@ def export_study(session: Session, study: Study, out_dir: Path, fmt: str = "csv"
         _write(frame, tmp, fmt)
         tmp.replace(target)
         counts[target.name] = len(frame)
+    record_event(session, "export", actor=actor, study_id=study.id, format=fmt, out=str(out_dir.resolve()),
+                 rows=counts)
     return counts
 
 

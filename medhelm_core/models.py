@@ -283,3 +283,23 @@ class MetricScore(SQLModel, table=True):
     settings: dict[str, Any] = _json()
     settings_hash: str = Field(default="", max_length=64)
     computed_at: datetime = _when()
+
+
+class AuditEvent(SQLModel, table=True):
+    """Who did what, when: one row per rating revision, assignment change, import, export, jury run and
+    account change, written in the same transaction as the change itself (so neither exists without the
+    other).
+
+    ``user_id`` and ``study_id`` carry no foreign keys on purpose: the audit trail must outlive the rows it
+    talks about, and must never block or cascade with them. ``actor`` keeps the name as it was then.
+    """
+
+    __table_args__ = (Index("ix_auditevent_at", "at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = _when()
+    user_id: int | None = Field(default=None, index=True)
+    actor: str = Field(default="system", max_length=150)
+    action: str = Field(max_length=100, index=True)
+    study_id: int | None = Field(default=None, index=True)
+    details: dict[str, Any] = _json()

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from medhelm_core.audit import record_event
 from medhelm_core.errors import ValidationError
 from medhelm_core.models import Item, Rating, RatingFlag, RatingSubmission, User, utcnow
 from medhelm_core.rubric import RubricSpec
@@ -97,7 +98,10 @@ def record_rating(
         session.add(row)
     for stale in current.values():  # a criterion left out by a flagged revision has no current score
         session.delete(stale)
-    session.flush()
+    # the comment is not copied into the audit trail: it is free text that may name a patient
+    record_event(session, "rating.submitted", actor=rater, study_id=item.study_id, item_id=item.id,
+                 submission_id=submission.id, revision=revision, scores=clean, flag=flag,
+                 has_comment=bool(comment))
     return submission, True
 
 

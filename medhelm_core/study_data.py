@@ -131,14 +131,31 @@ def jury_long_frame(session: Session, study: Study, jury_run_id: int | None = No
     return frame[[*LONG_COLUMNS, "n_judges"]]
 
 
-def metrics_long_frame(session: Session, study: Study) -> pd.DataFrame:
-    """Metric scores as raters (``rater_kind='metric'``, ``rater_id`` the metric name, one score per item)."""
+#: the metric scores that stand beside clinicians as raters (F-measures; P and R stay in the exports)
+AGREEMENT_METRICS = ("rougeL_f", "rougeLsum_f", "bertscore_f1")
+
+
+def metrics_long_frame(session: Session, study: Study, metrics: tuple[str, ...] = AGREEMENT_METRICS) -> pd.DataFrame:
+    """Metric scores as raters (``rater_kind='metric'``, ``rater_id`` the metric name, one score per item).
+
+    A study can hold the same metric computed with several settings (stemmer on and off, another BERT
+    model); for agreement each metric must have one score per item, so the settings computed most
+    recently are used.
+    """
     rows = session.exec(
-        select(MetricScore.item_id, MetricScore.metric, MetricScore.value, Item.benchmark, Item.model)
+        select(MetricScore.item_id, MetricScore.metric, MetricScore.value, MetricScore.settings_hash,
+               MetricScore.computed_at, Item.benchmark, Item.model)
         .join(Item, Item.id == MetricScore.item_id)
-        .where(Item.study_id == study.id)
+        .where(Item.study_id == study.id, MetricScore.metric.in_(list(metrics)))
     ).all()
-    frame = pd.DataFrame(rows, columns=["item_id", "rater_id", "score", "benchmark", "model"])
+    frame = pd.DataFrame(
+        rows, columns=["item_id", "rater_id", "score", "settings_hash", "computed_at", "benchmark", "model"]
+    )
+    if frame.empty:
+        return pd.DataFrame(columns=LONG_COLUMNS)
+    latest = frame.groupby(["rater_id", "settings_hash"])["computed_at"].max().reset_index()
+    latest = latest.sort_values("computed_at").groupby("rater_id").tail(1)
+    frame = frame.merge(latest[["rater_id", "settings_hash"]], on=["rater_id", "settings_hash"])
     frame["rater_kind"] = "metric"
     frame["criterion"] = "composite"
     return frame[LONG_COLUMNS]

@@ -12,6 +12,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlmodel import Session, select
 
+from medhelm_core.audit import Actor, record_event
 from medhelm_core.errors import NotFoundError, ValidationError
 from medhelm_core.models import AuthSession, Role, User
 
@@ -52,8 +53,9 @@ def add_user(
     password: str | None,
     *,
     display_name: str = "",
+    actor: Actor = "cli",
 ) -> User:
-    """Create an account; refuses a taken username or a malformed one."""
+    """Create an account; refuses a taken username or a malformed one. Audited as done by ``actor``."""
     if not USERNAME_RE.match(username):
         raise ValidationError(
             f"username {username!r} must be 2 to 150 letters, digits or _ . @ - (no spaces)"
@@ -68,25 +70,31 @@ def add_user(
     )
     session.add(user)
     session.flush()
+    record_event(session, "user.added", actor=actor, username=user.username, user_id=user.id, role=user.role,
+                 has_password=user.password_hash is not None)
     return user
 
 
-def set_password(session: Session, username: str, password: str) -> User:
-    """Replace a user's password."""
+def set_password(session: Session, username: str, password: str, *, actor: Actor = "cli") -> User:
+    """Replace a user's password (audited as done by ``actor``; the password itself never is)."""
     user = get_user(session, username)
     user.password_hash = hash_password(password)
     user.failed_logins, user.locked_until = 0, None
     session.add(user)
-    revoke_user_sessions(session, user.id)
+    closed = revoke_user_sessions(session, user.id)
+    record_event(session, "user.password_changed", actor=actor, username=user.username, user_id=user.id,
+                 sessions_closed=closed)
     return user
 
 
-def disable_user(session: Session, username: str) -> User:
-    """Disable an account: it can no longer sign in; its ratings stay."""
+def disable_user(session: Session, username: str, *, actor: Actor = "cli") -> User:
+    """Disable an account: it can no longer sign in; its ratings stay. Audited as done by ``actor``."""
     user = get_user(session, username)
     user.is_active = False
     session.add(user)
-    revoke_user_sessions(session, user.id)
+    closed = revoke_user_sessions(session, user.id)
+    record_event(session, "user.disabled", actor=actor, username=user.username, user_id=user.id,
+                 sessions_closed=closed)
     return user
 
 

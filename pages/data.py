@@ -15,7 +15,7 @@ from medhelm_core.models import Item
 from medhelm_core.studies import get_or_create_study, list_studies
 from pages.common import engine, require_role
 
-require_role("admin", "researcher")
+who = require_role("admin", "researcher")
 st.title("Data")
 
 with Session(engine()) as session:
@@ -41,7 +41,7 @@ if go:
             try:
                 with transaction(engine()) as session:
                     study, _ = get_or_create_study(session, study_name)
-                    report = import_paths(session, study, [path], None if fmt == "detect" else fmt)
+                    report = import_paths(session, study, [path], None if fmt == "detect" else fmt, actor=who)
             except MedhelmError as exc:
                 st.error(str(exc).replace(str(Path(tmp)) + "/", ""))
             else:

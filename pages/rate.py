@@ -15,7 +15,7 @@ from sqlmodel import Session
 
 from medhelm_core import rating_queue as rq
 from medhelm_core.db import transaction
-from medhelm_core.errors import MedhelmError
+from medhelm_core.errors import DatabaseError, MedhelmError
 from medhelm_core.models import RatingFlag
 from pages.common import engine, require_role
 
@@ -111,6 +111,11 @@ with right:
                     comment=comment, flag=flag or None, request_id=request_id,
                     elapsed_seconds=time.monotonic() - st.session_state[shown_key],
                 )
+        except DatabaseError:
+            # The request id is kept: if the write reached the database before the connection failed, the
+            # resubmission is recognised and saved once, not twice.
+            st.error("Could not save your rating: the database did not respond. Your answers are still in the "
+                     "form; please press the button again to resubmit (it will not be saved twice).")
         except MedhelmError as exc:
             st.session_state.pop(request_key, None)
             st.error(str(exc))

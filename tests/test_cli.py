@@ -90,3 +90,10 @@ def test_format_list_in_the_cli_matches_the_importers():
     from medhelm_core.importers import FORMATS
 
     assert cli_formats == FORMATS
+
+
+@pytest.mark.parametrize("args", [["import"], ["users", "add", "x", "--role"], ["studies", "--no-such-flag"]])
+def test_usage_errors_say_what_is_wrong_without_a_traceback(tmp_path, args):
+    result = medhelm(f"sqlite:///{tmp_path / 'u.db'}", *args)
+    assert result.returncode == 2
+    assert "Error:" in result.stderr and "Traceback" not in result.stderr

@@ -11,14 +11,31 @@ import sys
 import click
 import typer
 
-from medhelm_core.cli import agreement, assign, data, demo, users
+from medhelm_core.cli import agreement, assign, audit, backup, data, demo, jury, metrics, report, users
 from medhelm_core.cli.common import app
 from medhelm_core.errors import MedhelmError
 
 __all__ = ["app", "main"]
 
 # Command modules register themselves on ``app`` when imported.
-_ = (agreement, assign, data, demo, users)
+_ = (agreement, assign, audit, backup, data, demo, jury, metrics, report, users)
+
+
+def _click_classes(name: str) -> tuple[type[BaseException], ...]:
+    """``name`` from click and from the copy of click that typer 0.29+ bundles (its commands raise those)."""
+    classes: list[type[BaseException]] = [getattr(click.exceptions, name)]
+    try:
+        from typer._click import exceptions as bundled  # typer >= 0.29 vendors click
+    except ImportError:
+        bundled = None
+    if bundled is not None and hasattr(bundled, name):
+        classes.append(getattr(bundled, name))
+    return tuple(classes)
+
+
+_EXIT = _click_classes("Exit")
+_USAGE = _click_classes("ClickException")
+_ABORT = _click_classes("Abort")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -26,12 +43,12 @@ def main(argv: list[str] | None = None) -> None:
     command = typer.main.get_command(app)
     try:
         command.main(args=argv, prog_name="medhelm", standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except _EXIT as exc:
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:
+    except _USAGE as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except _ABORT:
         print("error: aborted", file=sys.stderr)
         sys.exit(130)
     except MedhelmError as exc:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from sqlmodel import Session
 
+from medhelm_core.audit import Actor, record_event
 from medhelm_core.errors import InputFileError, ValidationError
 from medhelm_core.importers.helm import helm_records, is_run_folder
 from medhelm_core.importers.medhelm_ratings import import_medhelm_ratings, looks_like_medhelm_ratings
@@ -59,6 +60,7 @@ def import_paths(
     paths: Sequence[str | Path],
     fmt: str | None = None,
     column_map: Mapping[str, str] | None = None,
+    actor: Actor = "cli",
 ) -> ImportReport:
     """Import ``paths`` into ``study`` inside the caller's transaction and report the counts.
 
@@ -74,6 +76,9 @@ def import_paths(
         One of :data:`FORMATS`, or None to detect each path's format.
     column_map
         Renames of columns (their name -> ours) for tabular files.
+    actor
+        Who is importing, for the audit trail (a User, a Principal or a name). An import that writes
+        anything is recorded in the same transaction, so a failed import leaves no audit row either.
     """
     if fmt is not None and fmt not in FORMATS:
         raise ValidationError(f"unknown format {fmt!r}; formats are: {', '.join(FORMATS)}")
@@ -104,4 +109,8 @@ def import_paths(
         rubric = rubric_spec(session, study.rubric_id)
         for path in ratings_files:
             import_medhelm_ratings(session, study, rubric, path, mapping, report)
+    wrote = (report.items_created, report.items_updated, report.raters_created, report.ratings_written,
+             report.verdicts_written)
+    if any(wrote):  # the trail records changes: re-importing the same files (or re-seeding the demo) adds none
+        record_event(session, "import", actor=actor, study_id=study.id, **report.__dict__)
     return report

@@ -1,0 +1,88 @@
+"""The Agreement dashboard's library side: load a study's scores, build its tables and Altair charts.
+
+Pure functions (no Streamlit) shared by ``pages/agreement.py`` and the calibration report
+(:mod:`medhelm_core.report`), so the page and the report show the same figures:
+
+- :mod:`~medhelm_core.dashboard.data`: :func:`load_dashboard_data` (ids and scores only, the jury mean
+  over surviving judges, each judge, the headline metrics) and :func:`data_version`, the cheap
+  fingerprint that keys the page's cache.
+- :mod:`~medhelm_core.dashboard.tables`: :func:`compute_agreement` (the agreement engine, filtered by
+  benchmark and model), :func:`headline_table` (the paper's four comparisons), :func:`judge_table`,
+  :func:`item_means`, :func:`bland_altman`, :func:`clinician_leniency`, :func:`score_distribution`,
+  :func:`largest_disagreements`.
+- :mod:`~medhelm_core.dashboard.charts`: the Altair charts of those tables.
+- :mod:`~medhelm_core.dashboard.drilldown`: one item with every clinician's and judge's word on it.
+"""
+
+from medhelm_core.dashboard.charts import (
+    ITEM_SELECTION,
+    MAX_POINTS,
+    bland_altman_chart,
+    distribution_chart,
+    icc_chart,
+    judge_chart,
+    leniency_chart,
+    scatter_chart,
+)
+from medhelm_core.dashboard.data import (
+    HEADLINE_METRICS,
+    DashboardData,
+    JuryRunInfo,
+    data_version,
+    judge_scores_frame,
+    jury_runs,
+    load_dashboard_data,
+)
+from medhelm_core.dashboard.drilldown import ItemDetail, item_detail
+from medhelm_core.dashboard.tables import (
+    HEADLINE_COLUMNS,
+    HEADLINE_COMPARISONS,
+    NotEnoughRatingsError,
+    bland_altman,
+    clinician_leniency,
+    compute_agreement,
+    display_comparison,
+    filter_long,
+    headline_table,
+    item_means,
+    judge_table,
+    largest_disagreements,
+    primary_rows,
+    ratings_shortfall,
+    score_distribution,
+)
+
+__all__ = [
+    "HEADLINE_COLUMNS",
+    "HEADLINE_COMPARISONS",
+    "HEADLINE_METRICS",
+    "ITEM_SELECTION",
+    "MAX_POINTS",
+    "DashboardData",
+    "ItemDetail",
+    "JuryRunInfo",
+    "NotEnoughRatingsError",
+    "bland_altman",
+    "bland_altman_chart",
+    "clinician_leniency",
+    "compute_agreement",
+    "data_version",
+    "display_comparison",
+    "distribution_chart",
+    "filter_long",
+    "headline_table",
+    "icc_chart",
+    "item_detail",
+    "item_means",
+    "judge_chart",
+    "judge_scores_frame",
+    "judge_table",
+    "jury_runs",
+    "largest_disagreements",
+    "leniency_chart",
+    "load_dashboard_data",
+    "primary_rows",
+    "ratings_shortfall",
+    "scatter_chart",
+    "score_distribution",
+]

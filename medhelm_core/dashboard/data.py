@@ -1,0 +1,274 @@
+"""What the Agreement dashboard and the calibration report read from the database, loaded once per data version.
+
+A study of 20,000 items has about 120,000 clinician scores, 60,000 judge verdicts and 40,000 metric scores.
+The loaders here select only ids and scores (never prompts, raw answers or item texts, which the dashboard
+does not chart), so a load stays a fraction of a second; the page then caches the result under
+:func:`data_version`, a handful of counts and maxima that change whenever a rating, verdict, metric score,
+jury run or item does, so a cached dashboard is never stale.
+
+The long table follows :mod:`medhelm_core.agreement`'s contract and
+:func:`medhelm_core.study_data.scores_long_frame`'s conventions: clinicians as raters, the jury mean per item
+and criterion over surviving (``ok``) judges, and the metrics. Two things differ, for the dashboard's sake:
+each judge of a run with several judges is added as a rater of kind ``judge`` (for "which judge to trust"),
+and only the headline metrics (ROUGE-L F and BERTScore F1) are kept, one settings variant each (the most
+recently computed), since two variants of one metric would be two scores per item.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from medhelm_core.errors import NotFoundError
+from medhelm_core.models import Item, JudgeVerdict, JuryRun, MetricScore, Rating, RatingSubmission, Study
+from medhelm_core.rubric import RubricSpec, rubric_spec
+from medhelm_core.study_data import LONG_COLUMNS, clinician_ratings_frame
+
+#: stored metric name -> the name the paper (and the headline table) uses
+HEADLINE_METRICS: dict[str, str] = {"rougeL_f": "ROUGE-L", "bertscore_f1": "BERTScore"}
+ITEM_COLUMNS = ["item_id", "benchmark", "instance_id", "model"]
+
+
+@dataclass(frozen=True)
+class JuryRunInfo:
+    """The jury run a dashboard uses, as plain data (what the page labels and the report's manifest holds)."""
+
+    id: int
+    name: str
+    source: str
+    status: str
+    judges: tuple[str, ...]
+    n_verdicts: int
+    n_failed: int
+    config_hash: str
+    prompt_hash: str | None
+    config: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def recorded(self) -> bool:
+        """True for scores imported from elsewhere (such as MedHELM's published means): no judge ran here."""
+        return self.source == "recorded"
+
+    @property
+    def label(self) -> str:
+        """One line that says which run this is and, for a recorded one, that it is recorded."""
+        kind = "recorded scores, no judges called by this app" if self.recorded else self.source
+        return f"jury run {self.id}: {self.name} ({kind}; {len(self.judges)} judge(s), {self.n_failed} failed verdicts)"
+
+
+@dataclass(frozen=True)
+class DashboardData:
+    """Everything the dashboard charts, for one study, jury run and data version (picklable, so cacheable)."""
+
+    study_id: int
+    study_name: str
+    rubric: RubricSpec
+    long: pd.DataFrame = field(hash=False, compare=False)
+    items: pd.DataFrame = field(hash=False, compare=False)
+    jury_run: JuryRunInfo | None = None
+    metric_settings: dict[str, dict[str, Any]] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def criteria(self) -> list[str]:
+        """The rubric's criteria in its own order (accuracy, completeness, clarity)."""
+        return self.rubric.criterion_names
+
+    @property
+    def scale(self) -> tuple[int, int]:
+        """The rating scale (lowest and highest level over the rubric's criteria)."""
+        crits = self.rubric.criteria
+        if not crits:
+            return (1, 5)
+        return (min(c.scale_min for c in crits), max(c.scale_max for c in crits))
+
+
+def data_version(session: Session, study: Study) -> tuple[Any, ...]:
+    """A cheap fingerprint of a study's data: it changes whenever the dashboard's figures could.
+
+    Counts and maxima of ids and times of the items, current ratings, rating submissions, jury runs,
+    verdicts and metric scores, in six aggregate queries. A revision changes ``Rating.updated_at``; a
+    flagged revision that drops a score lowers the count; a retried verdict or a re-run metric adds rows.
+
+    Examples
+    --------
+    >>> before = data_version(session, study)  # doctest: +SKIP
+    >>> record_rating(session, item=item, rater=dr_lee, rubric=rubric, scores=scores)  # doctest: +SKIP
+    >>> data_version(session, study) != before  # doctest: +SKIP
+    True
+    """
+    in_study = select(Item.id).where(Item.study_id == study.id)
+    queries = [
+        select(func.count(Item.id), func.max(Item.id)).where(Item.study_id == study.id),
+        select(func.count(Rating.id), func.max(Rating.id), func.max(Rating.updated_at), func.sum(Rating.score)).where(
+            col(Rating.item_id).in_(in_study)
+        ),
+        select(func.count(RatingSubmission.id), func.max(RatingSubmission.id)).where(
+            col(RatingSubmission.item_id).in_(in_study)
+        ),
+        select(func.count(JuryRun.id), func.max(JuryRun.id)).where(JuryRun.study_id == study.id),
+        select(func.count(JudgeVerdict.id), func.max(JudgeVerdict.id), func.max(JudgeVerdict.created_at))
+        .join(JuryRun, JuryRun.id == JudgeVerdict.jury_run_id)
+        .where(JuryRun.study_id == study.id),
+        select(func.count(JudgeVerdict.id))
+        .join(JuryRun, JuryRun.id == JudgeVerdict.jury_run_id)
+        .where(JuryRun.study_id == study.id, JudgeVerdict.status == "ok"),
+        select(func.count(MetricScore.id), func.max(MetricScore.id), func.max(MetricScore.computed_at)).where(
+            col(MetricScore.item_id).in_(in_study)
+        ),
+    ]
+    version: list[Any] = [study.id]
+    for query in queries:
+        row = session.exec(query).one()
+        values = row if isinstance(row, tuple) or hasattr(row, "_fields") else (row,)
+        version.extend(v.isoformat() if hasattr(v, "isoformat") else v for v in values)
+    return tuple(version)
+
+
+def jury_runs(session: Session, study: Study) -> list[JuryRun]:
+    """The study's jury runs, the latest first (the default of the dashboard, as of ``medhelm agreement``)."""
+    return list(session.exec(select(JuryRun).where(JuryRun.study_id == study.id).order_by(col(JuryRun.id).desc())))
+
+
+def _run_info(run: JuryRun, verdicts: pd.DataFrame) -> JuryRunInfo:
+    config = dict(run.config or {})
+    prompt_hash = config.get("prompt_template_hash")
+    return JuryRunInfo(
+        id=int(run.id),
+        name=run.name,
+        source=run.source,
+        status=run.status,
+        judges=tuple(sorted(verdicts["judge"].unique())) if not verdicts.empty else (),
+        n_verdicts=len(verdicts),
+        n_failed=int((verdicts["status"] != "ok").sum()) if not verdicts.empty else 0,
+        config_hash=run.config_hash,
+        prompt_hash=str(prompt_hash) if prompt_hash else None,
+        config=config,
+    )
+
+
+def judge_scores_frame(session: Session, run_id: int) -> pd.DataFrame:
+    """Each verdict of a run as ids and scores only: ``item_id``, ``judge``, ``status``, ``criterion``, ``score``.
+
+    A failed verdict gives one row with no criterion and a NaN score, so it can be counted but never averaged.
+    """
+    rows = session.exec(
+        select(JudgeVerdict.item_id, JudgeVerdict.judge, JudgeVerdict.status, JudgeVerdict.scores).where(
+            JudgeVerdict.jury_run_id == run_id
+        )
+    ).all()
+    flat: list[tuple[Any, ...]] = []
+    for item_id, judge, status, scores in rows:
+        if status == "ok" and scores:
+            flat.extend((str(item_id), judge, status, c, float(s)) for c, s in scores.items())
+        else:
+            flat.append((str(item_id), judge, status, None, float("nan")))
+    return pd.DataFrame(flat, columns=["item_id", "judge", "status", "criterion", "score"])
+
+
+def _jury_and_judges(judged: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """The jury mean per item and criterion over surviving judges, and each judge (when there are several)."""
+    ok = judged[judged["status"] == "ok"].dropna(subset=["criterion"])
+    if ok.empty:
+        return pd.DataFrame(columns=LONG_COLUMNS)
+    ok = ok.merge(items[["item_id", "benchmark", "model"]], on="item_id", how="inner")
+    jury = ok.groupby(["item_id", "criterion", "benchmark", "model"], as_index=False)["score"].mean()
+    jury = jury.assign(rater_id="jury", rater_kind="jury")[LONG_COLUMNS]
+    if ok["judge"].nunique() < 2:
+        return jury
+    judges = ok.rename(columns={"judge": "rater_id"}).assign(rater_kind="judge")[LONG_COLUMNS]
+    return pd.concat([jury, judges], ignore_index=True)
+
+
+def _headline_metrics(session: Session, study: Study) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
+    """ROUGE-L F and BERTScore F1, one settings variant each: the one computed most recently."""
+    rows = session.exec(
+        select(
+            MetricScore.item_id,
+            MetricScore.metric,
+            MetricScore.value,
+            MetricScore.settings_hash,
+            MetricScore.computed_at,
+        )
+        .join(Item, Item.id == MetricScore.item_id)
+        .where(Item.study_id == study.id, col(MetricScore.metric).in_(list(HEADLINE_METRICS)))
+    ).all()
+    scores = pd.DataFrame(rows, columns=["item_id", "metric", "value", "settings_hash", "computed_at"])
+    if scores.empty:
+        return pd.DataFrame(columns=["item_id", "rater_id", "score"]), {}
+    latest = scores.sort_values("computed_at").groupby("metric")["settings_hash"].last()
+    chosen: dict[str, dict[str, Any]] = {}
+    for metric, digest in latest.items():
+        settings = session.exec(
+            select(MetricScore.settings).where(MetricScore.metric == metric, MetricScore.settings_hash == digest)
+        ).first()
+        chosen[str(metric)] = {"settings_hash": digest, "settings": dict(settings or {})}
+    keep = scores["settings_hash"] == scores["metric"].map(latest)
+    picked = scores[keep].rename(columns={"metric": "rater_id", "value": "score"})
+    picked = picked.assign(item_id=picked["item_id"].astype(str))
+    return picked[["item_id", "rater_id", "score"]], chosen
+
+
+def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None = None) -> DashboardData:
+    """Load a study's scores for the dashboard: clinicians, the jury (and its judges) and the headline metrics.
+
+    Parameters
+    ----------
+    session : Session
+        An open session.
+    study : Study
+        The study.
+    jury_run_id : int, optional
+        The jury run (default: the study's latest, as ``medhelm agreement`` does).
+
+    Returns
+    -------
+    DashboardData
+        ``long`` in the agreement contract (item ids as strings), ``items`` with the identity of every
+        item (no texts), the jury run's description and the metric settings used.
+
+    Examples
+    --------
+    >>> data = load_dashboard_data(session, study)  # doctest: +SKIP
+    >>> data.long.groupby("rater_kind").size()  # doctest: +SKIP
+    """
+    rubric = rubric_spec(session, study.rubric_id)
+    item_rows = session.exec(
+        select(Item.id, Item.benchmark, Item.instance_id, Item.model).where(Item.study_id == study.id)
+    ).all()
+    items = pd.DataFrame(item_rows, columns=ITEM_COLUMNS)
+    items["item_id"] = items["item_id"].astype(str)
+    clinicians = clinician_ratings_frame(session, study)
+    clinicians["item_id"] = clinicians["item_id"].astype(str)
+    parts = [clinicians]
+    info = None
+    runs = jury_runs(session, study)
+    run = runs[0] if runs else None
+    if jury_run_id is not None:
+        run = next((r for r in runs if r.id == jury_run_id), None)
+        if run is None:
+            known = ", ".join(str(r.id) for r in runs) or "none"
+            raise NotFoundError(f"study {study.name!r} has no jury run {jury_run_id} (its runs: {known})")
+    if run is not None:
+        judged = judge_scores_frame(session, run.id)
+        info = _run_info(run, judged)
+        parts.append(_jury_and_judges(judged, items))
+    metric_scores, settings = _headline_metrics(session, study)
+    if not metric_scores.empty:
+        metric_long = metric_scores.merge(items[["item_id", "benchmark", "model"]], on="item_id")
+        parts.append(metric_long.assign(rater_kind="metric", criterion="composite")[LONG_COLUMNS])
+    parts = [p for p in parts if not p.empty]
+    long = pd.concat(parts, ignore_index=True)[LONG_COLUMNS] if parts else pd.DataFrame(columns=LONG_COLUMNS)
+    long = long.astype({"item_id": str, "rater_id": str, "score": float})
+    return DashboardData(
+        study_id=int(study.id),
+        study_name=study.name,
+        rubric=rubric,
+        long=long,
+        items=items,
+        jury_run=info,
+        metric_settings=settings,
+    )

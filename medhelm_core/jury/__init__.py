@@ -1,0 +1,52 @@
+"""The LLM jury: several judge models rate a study's items through litellm, as MedHELM's jury does.
+
+- :mod:`~medhelm_core.jury.config`: :class:`JudgeSpec` and :class:`JuryConfig`, frozen and hashable; the
+  config hash names the run and keys the verdict cache; ``jury.toml`` files.
+- :mod:`~medhelm_core.jury.prompt`: MedHELM's prompt, with the evaluated texts fenced.
+- :mod:`~medhelm_core.jury.parse`: strict JSON, then the judge's own final JSON object.
+- :mod:`~medhelm_core.jury.calls`: one judge call with retries, back-off and a reminder (imports litellm).
+- :mod:`~medhelm_core.jury.runner`: the concurrent run, written verdict by verdict; stop and resume.
+- :mod:`~medhelm_core.jury.cost`: tokens and cost, and the estimate before a run.
+- :mod:`~medhelm_core.jury.results`: each judge's scores and the jury mean per item.
+
+Importing this package does not import litellm; only running judges does.
+"""
+
+from medhelm_core.jury.calls import MissingCredentialsError
+from medhelm_core.jury.config import JudgeSpec, JuryConfig, JuryFile, build_config, load_jury_file
+from medhelm_core.jury.cost import JuryEstimate, price_per_token
+from medhelm_core.jury.parse import ParsedVerdict, VerdictParseError, parse_verdict
+from medhelm_core.jury.prompt import DEFAULT_TEMPLATE, render_prompt
+from medhelm_core.jury.results import criterion_means, item_jury_scores, verdict_scores_frame
+from medhelm_core.jury.runner import Progress, RunSummary, estimate_run, prepare_run, run_jury, run_jury_async
+from medhelm_core.jury.store import RunBusyError, effective_status, planned_calls, request_stop, study_runs
+
+__all__ = [
+    "DEFAULT_TEMPLATE",
+    "JudgeSpec",
+    "JuryConfig",
+    "JuryEstimate",
+    "JuryFile",
+    "MissingCredentialsError",
+    "ParsedVerdict",
+    "Progress",
+    "RunBusyError",
+    "RunSummary",
+    "VerdictParseError",
+    "build_config",
+    "criterion_means",
+    "effective_status",
+    "estimate_run",
+    "item_jury_scores",
+    "load_jury_file",
+    "parse_verdict",
+    "planned_calls",
+    "prepare_run",
+    "price_per_token",
+    "render_prompt",
+    "request_stop",
+    "run_jury",
+    "run_jury_async",
+    "study_runs",
+    "verdict_scores_frame",
+]

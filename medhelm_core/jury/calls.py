@@ -1,0 +1,248 @@
+"""Calling one judge through litellm: credentials, retries with back-off, the reminder, the outcome.
+
+litellm is imported here only, lazily (:func:`load_litellm`): it takes seconds to import and, unless
+``LITELLM_LOCAL_MODEL_COST_MAP`` is set first, fetches its cost map from the internet.
+
+Retries: rate limits (honouring ``Retry-After``), timeouts, connection and server errors are retried with
+exponential back-off and jitter; other errors (a bad request, an unknown model) fail the verdict at once.
+Missing or refused credentials stop the whole run with a message naming the variable to set, since every
+other call to that judge would fail the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from medhelm_core.errors import MedhelmError
+from medhelm_core.jury.config import JudgeSpec, JuryConfig
+from medhelm_core.jury.cost import usage_and_cost
+from medhelm_core.jury.parse import VerdictParseError, parse_verdict
+from medhelm_core.jury.prompt import reminder_message
+from medhelm_core.jury.store import VerdictOutcome, WorkItem
+from medhelm_core.models import VerdictStatus
+
+REMINDER_SEPARATOR = "\n\n----- answer after a reminder -----\n\n"
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+_RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+
+
+class MissingCredentialsError(MedhelmError):
+    """A judge has no usable API key; the message names the environment variable to set."""
+
+
+class CallFailed(Exception):
+    """A call that failed for good (after retries, or at once for a non-transient error)."""
+
+
+def load_litellm() -> Any:
+    """Import litellm offline and quiet: local cost map, no telemetry, no debug banners."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    return litellm
+
+
+def secret_values() -> list[str]:
+    """Values of environment variables that look like keys, to redact from anything stored."""
+    return sorted(
+        (v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8),
+        key=len,
+        reverse=True,
+    )
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """Replace every known secret in ``text`` (an error message, an answer) by ``***``."""
+    for s in secrets:
+        if s in text:
+            text = text.replace(s, "***")
+    return re.sub(r"\b(sk|sk-ant|sk-proj)-[A-Za-z0-9_\-]{12,}", r"\1-***", text)
+
+
+def _key_variables(litellm: Any, judge: JudgeSpec) -> list[str]:
+    if judge.api_key_env:
+        return [judge.api_key_env]
+    try:
+        env = litellm.validate_environment(model=judge.model, api_base=judge.api_base)
+    except Exception:  # noqa: BLE001 - an unknown provider: litellm cannot tell
+        return []
+    return [k for k in env.get("missing_keys", []) if re.search(r"API_KEY|TOKEN", k)]
+
+
+def credentials_message(litellm: Any, judge: JudgeSpec) -> str:
+    """What to do when a judge has no key: the variable to set, and that any value suits a local server."""
+    names = _key_variables(litellm, judge)
+    if not names:
+        return f"judge {judge.model}: the provider refused the credentials; check its API key variable"
+    hint = "; a local OpenAI-compatible server accepts any value" if judge.api_base else ""
+    return (
+        f"judge {judge.model} needs an API key: set {' or '.join(names)} in the environment "
+        f"(or in Streamlit secrets){hint}"
+    )
+
+
+def api_key_for(judge: JudgeSpec) -> str | None:
+    """The key from the variable the judge names; None lets litellm read the provider's own variable."""
+    if judge.api_key_env is None:
+        return None
+    return os.environ.get(judge.api_key_env) or None
+
+
+def check_credentials(litellm: Any, config: JuryConfig) -> None:
+    """Refuse to start when a judge's key variable is unset, before any call is made."""
+    for judge in config.judges:
+        if judge.api_key_env is not None:
+            if not api_key_for(judge):
+                raise MissingCredentialsError(credentials_message(litellm, judge))
+        elif _key_variables(litellm, judge):
+            raise MissingCredentialsError(credentials_message(litellm, judge))
+
+
+def _classify(litellm: Any, exc: BaseException) -> str:
+    text = str(exc)
+    if "Missing credentials" in text or "api_key client option must be set" in text:
+        return "credentials"
+    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
+        return "credentials"
+    if isinstance(exc, (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
+                        litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError)):
+        return "retry"
+    if getattr(exc, "status_code", None) in _RETRY_STATUS:
+        return "retry"
+    return "fatal"
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    value = headers.get("retry-after") or headers.get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:500]
+
+
+@dataclass
+class Answer:
+    """The text of one successful response and what it cost."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    cost_known: bool
+
+
+async def complete(litellm: Any, judge: JudgeSpec, config: JuryConfig, messages: list[dict[str, str]]) -> Answer:
+    """One chat completion with retries and back-off; :class:`CallFailed` when it cannot be had."""
+    last = "no attempt made"
+    for attempt in range(config.max_retries + 1):
+        retry_after = None
+        try:
+            response = await asyncio.wait_for(
+                litellm.acompletion(
+                    model=judge.model,
+                    messages=messages,
+                    api_base=judge.api_base,
+                    api_key=api_key_for(judge),
+                    temperature=judge.temperature,
+                    max_tokens=judge.max_tokens,
+                    timeout=judge.timeout,
+                    num_retries=0,
+                    max_retries=0,
+                ),
+                timeout=judge.timeout + 5,  # litellm's own timeout should fire first; this is the backstop
+            )
+            content = response.choices[0].message.content if response.choices else None
+            tokens_in, tokens_out, cost, known = usage_and_cost(litellm, response, judge.model)
+            return Answer(content or "", tokens_in, tokens_out, cost, known)
+        except TimeoutError:
+            last = f"timed out after {judge.timeout:g} s"
+        except Exception as exc:  # noqa: BLE001 - classified just below
+            kind = _classify(litellm, exc)
+            if kind == "credentials":
+                raise MissingCredentialsError(credentials_message(litellm, judge)) from None
+            last = _describe(exc)
+            if kind == "fatal":
+                raise CallFailed(last) from None
+            retry_after = _retry_after(exc)
+        if attempt == config.max_retries:
+            break
+        backoff = min(config.retry_max_seconds, config.retry_base_seconds * 2**attempt) * random.uniform(0.5, 1.0)
+        # A server's Retry-After wins over our own guess, within reason.
+        delay = min(retry_after, max(60.0, config.retry_max_seconds)) if retry_after is not None else backoff
+        await asyncio.sleep(delay)
+    raise CallFailed(f"gave up after {config.max_retries + 1} attempts; last error: {last}")
+
+
+async def judge_item(litellm: Any, config: JuryConfig, work: WorkItem, secrets: list[str]) -> VerdictOutcome:
+    """Ask one judge about one item; parse its answer, reminding it once if the answer cannot be read.
+
+    Always returns an outcome (ok or failed with the reason and the raw text); only missing credentials
+    and cancellation propagate.
+    """
+    rubric = config.rubric
+    started = time.perf_counter()
+    spent = [0, 0, 0.0, True]
+    raw: list[str] = []
+
+    def outcome(status: str, scores: dict | None = None, explanations: dict | None = None,
+                error: str | None = None) -> VerdictOutcome:
+        return VerdictOutcome(
+            item_id=work.item_id, judge=work.judge.model, cache_key=work.cache_key, status=status,
+            scores=scores or {}, explanations={k: redact(v, secrets) for k, v in (explanations or {}).items()},
+            prompt=work.prompt.text, raw_response=redact(REMINDER_SEPARATOR.join(raw), secrets),
+            error=redact(error, secrets) if error else None,
+            latency_seconds=time.perf_counter() - started, prompt_tokens=int(spent[0]),
+            completion_tokens=int(spent[1]), cost_usd=float(spent[2]), cost_known=bool(spent[3]),
+        )
+
+    def add(answer: Answer) -> None:
+        raw.append(answer.text)
+        spent[0] += answer.prompt_tokens
+        spent[1] += answer.completion_tokens
+        spent[2] += answer.cost_usd
+        spent[3] = spent[3] and answer.cost_known
+
+    messages = work.prompt.messages
+    try:
+        first = await complete(litellm, work.judge, config, messages)
+    except CallFailed as exc:
+        return outcome(VerdictStatus.failed.value, error=f"call failed: {exc}")
+    add(first)
+    try:
+        parsed = parse_verdict(first.text, rubric, work.prompt.fence_tags)
+        return outcome(VerdictStatus.ok.value, parsed.scores, parsed.explanations)
+    except VerdictParseError as exc:
+        first_reason = exc.reason
+    retry = [*messages, {"role": "assistant", "content": first.text},
+             {"role": "user", "content": reminder_message(first_reason, rubric)}]
+    try:
+        second = await complete(litellm, work.judge, config, retry)
+    except CallFailed as exc:
+        return outcome(VerdictStatus.failed.value,
+                       error=f"unparseable answer ({first_reason}); the retry call failed: {exc}")
+    add(second)
+    try:
+        parsed = parse_verdict(second.text, rubric, work.prompt.fence_tags)
+    except VerdictParseError as exc:
+        return outcome(VerdictStatus.failed.value,
+                       error=f"unparseable answer after a reminder: {exc.reason} (first answer: {first_reason})")
+    return outcome(VerdictStatus.ok.value, parsed.scores, parsed.explanations)

@@ -1,0 +1,300 @@
+"""Run a jury over a study: plan, call the judges concurrently, write every verdict as it arrives.
+
+Concurrency is bounded per judge (an :class:`asyncio.BoundedSemaphore` of the judge's ``concurrency``), so one
+slow provider does not hold the others back. Finished calls go through a queue to writer threads that
+store each verdict in its own transaction; the run's counters in the database are the progress that the
+CLI, the page and ``medhelm jury status`` show.
+
+Stopping: a stop request (``request_stop`` from the page, or ``stop`` set in this process) lets the calls
+in flight finish and be written, then ends the run as ``stopped``. Ctrl-C cancels the calls in flight,
+writes what already arrived, and ends the run as ``stopped``; a crash leaves it ``running`` with a stale
+heartbeat, read as ``interrupted``. Any of them resumes with the same command: nothing done is repeated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from medhelm_core.db import transaction
+from medhelm_core.jury.calls import MissingCredentialsError, check_credentials, judge_item, load_litellm, secret_values
+from medhelm_core.jury.config import JuryConfig
+from medhelm_core.jury.cost import JuryEstimate, estimate_plan
+from medhelm_core.jury.store import (
+    VerdictOutcome,
+    WorkItem,
+    copy_reused,
+    finish_run,
+    heartbeat,
+    mark_running,
+    open_run,
+    plan_run,
+    record_verdict,
+    run_state,
+    stored_status,
+)
+from medhelm_core.models import JuryRun, VerdictStatus
+from medhelm_core.studies import get_study
+
+HEARTBEAT_SECONDS = 2.0
+#: How often the worker looks for a stop request in the database (a cheap read).
+STOP_POLL_SECONDS = 0.25
+
+
+@dataclass
+class Progress:
+    """Where a run stands, after each verdict: for a progress bar."""
+
+    planned: int
+    done: int
+    failed: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    calls_made: int = 0
+
+
+@dataclass
+class RunSummary:
+    """What a run did, for the CLI's ``--json`` and the page."""
+
+    run_id: int
+    study: str
+    name: str
+    status: str
+    config_hash: str
+    planned: int
+    done: int
+    failed: int
+    calls_made: int
+    reused: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    unpriced: list[str] = field(default_factory=list)
+    elapsed_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (no keys: a config's key variables are names, never values)."""
+        return asdict(self)
+
+
+def estimate_run(engine: Engine, study: str, config: JuryConfig, *, retry_failed: bool = False) -> JuryEstimate:
+    """Calls, tokens and cost a run would make now, taking what is done or reusable into account.
+
+    Writes nothing and calls nobody (``--dry-run``).
+    """
+    from medhelm_core.jury.store import find_run
+
+    with transaction(engine) as session:
+        target = get_study(session, study)
+        plan = plan_run(session, target, config, find_run(session, target, config), retry_failed=retry_failed)
+    return estimate_plan(plan, config)
+
+
+def prepare_run(engine: Engine, study: str, config: JuryConfig) -> int:
+    """Create (or find) the run for this config and return its id, without calling anyone."""
+    with transaction(engine) as session:
+        return open_run(session, get_study(session, study), config).id
+
+
+def run_jury(
+    engine: Engine,
+    study: str,
+    config: JuryConfig,
+    *,
+    retry_failed: bool = False,
+    stop: threading.Event | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    actor: Any = None,
+) -> RunSummary:
+    """Run (or resume) the jury over every item of ``study``; see :func:`run_jury_async`."""
+    return asyncio.run(run_jury_async(engine, study, config, retry_failed=retry_failed, stop=stop,
+                                      on_progress=on_progress, actor=actor))
+
+
+async def run_jury_async(
+    engine: Engine,
+    study: str,
+    config: JuryConfig,
+    *,
+    retry_failed: bool = False,
+    stop: threading.Event | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    actor: Any = None,
+) -> RunSummary:
+    """Run (or resume) the jury over every item of ``study`` and return what it did.
+
+    Parameters
+    ----------
+    engine
+        The database; verdicts are written as they arrive.
+    study
+        The study's name.
+    config
+        Judges, prompt template, rubric (the study's) and retry policy.
+    retry_failed
+        Also call again for verdicts that failed with an unreadable answer (those that failed with no
+        answer, on a network or server error, are always retried).
+    stop
+        Set it to stop after the calls in flight (the page's Stop button also works through the database).
+    on_progress
+        Called after each verdict is stored.
+    actor
+        Who started it, for the audit trail (a user, a principal, ``"cli"``).
+
+    Raises
+    ------
+    MissingCredentialsError
+        A judge has no key; the message names the variable. The run is marked failed and can be resumed.
+    """
+    started = time.perf_counter()
+    with transaction(engine) as session:
+        target = get_study(session, study)
+        run = open_run(session, target, config)
+        plan = plan_run(session, target, config, run, retry_failed=retry_failed)
+        run_id, study_name = run.id, target.name
+        unpriced_before = set(run_state(run).get("unpriced") or [])
+    mark_running(engine, run_id, plan.planned, actor)
+    job = _Job(engine, run_id, config, plan.planned, stop or threading.Event(), on_progress)
+    status, error, reused = "finished", None, 0
+    try:
+        job.litellm = await asyncio.to_thread(load_litellm)
+        check_credentials(job.litellm, config)
+        reused = await asyncio.to_thread(copy_reused, engine, run_id, plan.reusable)
+        await job.load_counters()
+        await job.run(plan.todo)
+        status = "stopped" if job.stopped else "finished"
+    except MissingCredentialsError as exc:
+        status, error = "failed", str(exc)
+        raise
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        status = "stopped"
+        raise
+    except BaseException as exc:
+        status, error = "failed", f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        finish_run(engine, run_id, status, error=error, unpriced=sorted(job.unpriced | unpriced_before))
+    with transaction(engine) as session:
+        run = session.get(JuryRun, run_id)
+        return RunSummary(
+            run_id=run_id, study=study_name, name=run.name, status=run.status, config_hash=run.config_hash,
+            planned=plan.planned, done=run.calls_done, failed=run.calls_failed, calls_made=job.calls_made,
+            reused=reused, prompt_tokens=run.prompt_tokens, completion_tokens=run.completion_tokens,
+            cost_usd=run.cost_usd, unpriced=sorted(job.unpriced | unpriced_before),
+            elapsed_seconds=time.perf_counter() - started,
+        )
+
+
+class _Job:
+    """One invocation's calls, writers and heartbeat."""
+
+    def __init__(self, engine: Engine, run_id: int, config: JuryConfig, planned: int,
+                 stop: threading.Event, on_progress: Callable[[Progress], None] | None) -> None:
+        self.engine, self.run_id, self.config, self.planned = engine, run_id, config, planned
+        self.litellm: Any = None
+        self.stop, self.on_progress = stop, on_progress
+        self.secrets = secret_values()
+        self.stopped = False
+        self.calls_made = 0
+        self.unpriced: set[str] = set()
+        self.progress = Progress(0, 0, 0, 0, 0, 0.0)
+        # SQLite has one writer at a time; PostgreSQL takes a few in parallel.
+        self.n_writers = 1 if engine.url.get_backend_name() == "sqlite" else 4
+        self.fatal: BaseException | None = None
+
+    async def load_counters(self) -> None:
+        def read() -> Progress:
+            with transaction(self.engine) as session:
+                run = session.get(JuryRun, self.run_id)
+                return Progress(self.planned, run.calls_done, run.calls_failed, run.prompt_tokens,
+                                run.completion_tokens, run.cost_usd)
+
+        self.progress = await asyncio.to_thread(read)
+        self._report()
+
+    def _report(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(Progress(**asdict(self.progress)))
+
+    async def run(self, todo: list[WorkItem]) -> None:
+        queue: asyncio.Queue[VerdictOutcome | None] = asyncio.Queue()
+        limits = {j.model: asyncio.BoundedSemaphore(j.concurrency) for j in self.config.judges}
+        writers = [asyncio.create_task(self._writer(queue)) for _ in range(self.n_writers)]
+        beat = asyncio.create_task(self._heartbeat())
+        calls = [asyncio.create_task(self._call(w, limits[w.judge.model], queue)) for w in todo]
+        try:
+            if calls:
+                await asyncio.gather(*calls)
+        except BaseException:
+            for task in calls:
+                task.cancel()
+            await asyncio.gather(*calls, return_exceptions=True)
+            raise
+        finally:
+            beat.cancel()
+            # Whatever arrived is written before we return, even on Ctrl-C.
+            for _ in writers:
+                queue.put_nowait(None)
+            await asyncio.shield(asyncio.gather(*writers, return_exceptions=True))
+        if self.fatal is not None:
+            raise self.fatal
+
+    async def _call(self, work: WorkItem, limit: asyncio.BoundedSemaphore, queue: asyncio.Queue) -> None:
+        if self.stopped or self.stop.is_set():
+            self.stopped = True
+            return
+        async with limit:
+            if self.stopped or self.stop.is_set():
+                self.stopped = True
+                return
+            self.calls_made += 1
+            outcome = await judge_item(self.litellm, self.config, work, self.secrets)
+        await queue.put(outcome)
+
+    async def _writer(self, queue: asyncio.Queue) -> None:
+        while True:
+            outcome = await queue.get()
+            if outcome is None:
+                return
+            try:
+                written = await asyncio.to_thread(record_verdict, self.engine, self.run_id, outcome)
+            except Exception as exc:  # noqa: BLE001 - a database error: stop calling, report it after the drain
+                self.fatal = exc
+                self.stopped = True
+                continue
+            if not outcome.cost_known:
+                self.unpriced.add(outcome.judge)
+            if written is not None:
+                p = self.progress
+                failed = int(outcome.status != VerdictStatus.ok.value)
+                p.done += 1 if written == "new" else 0
+                p.failed += failed if written == "new" else failed - 1
+                p.prompt_tokens += outcome.prompt_tokens
+                p.completion_tokens += outcome.completion_tokens
+                p.cost_usd += outcome.cost_usd
+                p.calls_made = self.calls_made
+                self._report()
+
+    async def _heartbeat(self) -> None:
+        last_beat = time.monotonic()
+        while True:
+            await asyncio.sleep(STOP_POLL_SECONDS)
+            try:
+                if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
+                    status = await asyncio.to_thread(heartbeat, self.engine, self.run_id)
+                    last_beat = time.monotonic()
+                else:
+                    status = await asyncio.to_thread(stored_status, self.engine, self.run_id)
+            except Exception:  # noqa: BLE001 - a busy database skips one beat, the next one will do
+                continue
+            if status == "stopping" or self.stop.is_set():
+                self.stopped = True
+                self.stop.set()

@@ -1,0 +1,374 @@
+"""Jury runs and verdicts in the database: find or open a run, plan what is left, write each verdict.
+
+A run is identified by (study, config hash). Each verdict is written in its own transaction as it
+arrives, with the run's counters bumped by atomic ``UPDATE ... SET n = n + 1`` in the same transaction,
+so the page (or another process) can read progress at any moment, and a crash loses only calls in flight.
+
+A verdict's cache key is a hash of (item, judge model, prompt template hash, rubric hash, temperature).
+Planning skips what the run already holds and copies verdicts with the same cache key from the study's
+other runs instead of paying for them again.
+
+The run's live state (heartbeat, planned calls, last error, models without a price) lives under
+``config["state"]``; it is not part of the config hash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import bindparam, insert, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlmodel import Session, select
+
+from medhelm_core.audit import record_event
+from medhelm_core.db import transaction
+from medhelm_core.errors import DatabaseError, MedhelmError, NotFoundError, ValidationError
+from medhelm_core.jury.config import JudgeSpec, JuryConfig, sha256_json
+from medhelm_core.jury.prompt import RenderedPrompt, render_prompt
+from medhelm_core.models import Item, JudgeVerdict, JuryRun, Study, VerdictStatus, utcnow
+
+#: A run whose worker has not written a heartbeat for this long is taken to be interrupted.
+HEARTBEAT_STALE = timedelta(seconds=10)
+ACTIVE_STATUSES = ("running", "stopping")
+LITELLM_SOURCE = "litellm"
+
+
+class RunBusyError(MedhelmError):
+    """The run is being worked on right now by another process or thread."""
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One call to make: an item for a judge, with its prompt and cache key."""
+
+    item_id: int
+    judge: JudgeSpec
+    cache_key: str
+    prompt: RenderedPrompt = field(repr=False)
+
+
+@dataclass
+class RunPlan:
+    """What a run still needs: calls to make, verdicts reusable from other runs, and what is done."""
+
+    run_id: int | None
+    planned: int
+    done: int
+    todo: list[WorkItem]
+    reusable: list[tuple[WorkItem, int]]  # (work, id of a verdict with the same cache key in another run)
+
+
+def verdict_cache_key(item_id: int, judge: JudgeSpec, config: JuryConfig) -> str:
+    """The cache key of one verdict: item, judge model, template hash, rubric hash and temperature."""
+    return sha256_json(
+        {
+            "item": item_id,
+            "judge": judge.model,
+            "prompt_template": config.template_hash,
+            "rubric": config.rubric_hash,
+            "temperature": judge.temperature,
+        }
+    )
+
+
+def run_state(run: JuryRun) -> dict[str, Any]:
+    """The run's live state (heartbeat, planned calls, error ...), empty for a new or recorded run."""
+    return dict((run.config or {}).get("state") or {})
+
+
+def effective_status(run: JuryRun, now: datetime | None = None) -> str:
+    """The stored status, except that a running run with a stale heartbeat reads ``interrupted``."""
+    if run.status not in ACTIVE_STATUSES:
+        return run.status
+    beat = run_state(run).get("heartbeat_at")
+    if beat is None:
+        return "interrupted"
+    age = (now or utcnow()) - datetime.fromisoformat(beat)
+    return "interrupted" if age > HEARTBEAT_STALE else run.status
+
+
+def find_run(session: Session, study: Study, config: JuryConfig) -> JuryRun | None:
+    """The study's run with this config hash, if one was started before."""
+    return session.exec(
+        select(JuryRun)
+        .where(JuryRun.study_id == study.id, JuryRun.config_hash == config.config_hash,
+               JuryRun.source == LITELLM_SOURCE)
+        .order_by(JuryRun.id)
+    ).first()
+
+
+def open_run(session: Session, study: Study, config: JuryConfig) -> JuryRun:
+    """Find this config's run in the study (to resume it) or create it; refuse one that is running.
+
+    The stored config is refreshed with this invocation's execution settings (concurrency, timeouts,
+    API bases); its hash, and so every cache key, stays the same.
+    """
+    run = find_run(session, study, config)
+    if run is not None and effective_status(run) in ACTIVE_STATUSES:
+        raise RunBusyError(
+            f"jury run {run.id} ({run.name}) is running right now; stop it or let it finish (if its process "
+            f"has died, it can be resumed {int(HEARTBEAT_STALE.total_seconds())} s after its last heartbeat)"
+        )
+    state = run_state(run) if run is not None else {}
+    stored = {**config.to_dict(), "state": state}
+    if run is None:
+        run = JuryRun(study_id=study.id, name=config.display_name(), source=LITELLM_SOURCE,
+                      config=stored, config_hash=config.config_hash, status="pending")
+    else:
+        run.config = stored
+    session.add(run)
+    session.flush()
+    return run
+
+
+def study_items(session: Session, study: Study) -> list[Item]:
+    """The study's items in a stable order."""
+    return list(session.exec(select(Item).where(Item.study_id == study.id).order_by(Item.id)).all())
+
+
+def _prompt_for(item: Item, config: JuryConfig) -> RenderedPrompt:
+    return render_prompt(
+        config.prompt_template,
+        config.rubric,
+        benchmark=item.benchmark,
+        input_text=item.input_text,
+        output_text=item.output_text,
+        reference_text=item.reference_text,
+    )
+
+
+def plan_run(
+    session: Session, study: Study, config: JuryConfig, run: JuryRun | None, *, retry_failed: bool = False
+) -> RunPlan:
+    """Work out which (item, judge) verdicts are still needed. Reads only; writes nothing.
+
+    A verdict the run already holds is done; a failed one is done too (its raw answer is evidence) unless
+    it failed without an answer from the judge (a network or server error) or ``retry_failed`` is set.
+    """
+    items = study_items(session, study)
+    if not items:
+        raise ValidationError(f"study {study.name} has no items to judge; import some first")
+    have: dict[tuple[int, str], JudgeVerdict] = {}
+    if run is not None:
+        for v in session.exec(select(JudgeVerdict).where(JudgeVerdict.jury_run_id == run.id)).all():
+            have[(v.item_id, v.judge)] = v
+    wanted: list[WorkItem] = []
+    done = 0
+    prompts: dict[int, RenderedPrompt] = {}
+    for item in items:
+        for judge in config.judges:
+            existing = have.get((item.id, judge.model))
+            key = verdict_cache_key(item.id, judge, config)
+            if existing is not None and existing.cache_key == key and not _redo(existing, retry_failed):
+                done += 1
+                continue
+            if item.id not in prompts:
+                prompts[item.id] = _prompt_for(item, config)
+            wanted.append(WorkItem(item.id, judge, key, prompts[item.id]))
+    reusable: list[tuple[WorkItem, int]] = []
+    keys = [w.cache_key for w in wanted]
+    found: dict[str, int] = {}
+    for start in range(0, len(keys), 500):
+        query = (
+            select(JudgeVerdict.cache_key, JudgeVerdict.id)
+            .join(JuryRun, JuryRun.id == JudgeVerdict.jury_run_id)
+            .where(JuryRun.study_id == study.id, JuryRun.source == LITELLM_SOURCE,
+                   JudgeVerdict.status == VerdictStatus.ok.value,
+                   JudgeVerdict.cache_key.in_(keys[start:start + 500]))
+            .order_by(JudgeVerdict.id)
+        )
+        if run is not None:
+            query = query.where(JudgeVerdict.jury_run_id != run.id)
+        for key, vid in session.exec(query).all():
+            found.setdefault(key, vid)
+    todo: list[WorkItem] = []
+    for work in wanted:
+        source = found.get(work.cache_key)
+        if source is not None:
+            reusable.append((work, source))
+        else:
+            todo.append(work)
+    return RunPlan(run.id if run else None, len(items) * len(config.judges), done, todo, reusable)
+
+
+def _redo(verdict: JudgeVerdict, retry_failed: bool) -> bool:
+    if verdict.status == VerdictStatus.ok.value:
+        return False
+    return retry_failed or not verdict.raw_response.strip()
+
+
+def copy_reused(engine: Engine, run_id: int, reusable: list[tuple[WorkItem, int]]) -> int:
+    """Copy verdicts with the same cache key from other runs into this run (no call, no cost)."""
+    copied = 0
+    for work, source_id in reusable:
+        with transaction(engine) as session:
+            src = session.get(JudgeVerdict, source_id)
+            if src is None:
+                continue
+            outcome = VerdictOutcome(
+                item_id=work.item_id, judge=work.judge.model, cache_key=work.cache_key, status=src.status,
+                scores=dict(src.scores), explanations=dict(src.explanations), prompt=src.prompt,
+                raw_response=src.raw_response, error=None, latency_seconds=None,
+            )
+        if record_verdict(engine, run_id, outcome) is not None:
+            copied += 1
+    return copied
+
+
+@dataclass
+class VerdictOutcome:
+    """What one judge call produced, ready to be stored."""
+
+    item_id: int
+    judge: str
+    cache_key: str
+    status: str
+    scores: dict[str, float]
+    explanations: dict[str, str]
+    prompt: str
+    raw_response: str
+    error: str | None
+    latency_seconds: float | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = True
+
+
+def record_verdict(engine: Engine, run_id: int, outcome: VerdictOutcome) -> str | None:
+    """Write one verdict and bump the run's counters, in one transaction.
+
+    Returns ``"new"``, ``"replaced"`` (a failed verdict tried again) or None when the run already held
+    a verdict that is ok.
+
+    A failed verdict is replaced by a later attempt; a verdict that is ok is never overwritten (another
+    worker got there first). Tokens and cost accumulate over attempts: they are what was spent.
+    """
+    failed = outcome.status != VerdictStatus.ok.value
+    params = {
+        "w_run": run_id, "w_item": outcome.item_id, "w_judge": outcome.judge, "v_cache_key": outcome.cache_key,
+        "v_status": outcome.status, "v_scores": outcome.scores, "v_explanations": outcome.explanations,
+        "v_prompt": outcome.prompt, "v_raw_response": outcome.raw_response, "v_error": outcome.error,
+        "v_latency_seconds": outcome.latency_seconds, "v_created_at": utcnow(),
+        "v_prompt_tokens": outcome.prompt_tokens, "v_completion_tokens": outcome.completion_tokens,
+        "v_cost_usd": outcome.cost_usd,
+    }
+    replace_failed, insert_new, bump_run = _verdict_statements()
+    try:
+        with engine.begin() as conn:
+            was_failed = bool(conn.execute(replace_failed, params).rowcount)
+            if not was_failed:
+                # Raises IntegrityError when the run already holds an ok verdict for this item and judge.
+                conn.execute(insert_new, params)
+            conn.execute(bump_run, {**params, "d_done": 0 if was_failed else 1,
+                                    "d_failed": int(failed) - int(was_failed)})
+    except IntegrityError:
+        return None  # the verdict is there already (ok), written by this run before or by another worker
+    except OperationalError as exc:
+        raise DatabaseError(f"database error: {exc.orig}") from exc
+    return "replaced" if was_failed else "new"
+
+
+@lru_cache(maxsize=1)
+def _verdict_statements() -> tuple[Any, Any, Any]:
+    """The three statements of :func:`record_verdict`, built once with bound parameters.
+
+    This runs once per verdict and is the writer's whole cost; building statements per call (or going
+    through the ORM) costs several times more CPU than executing them.
+    """
+    t, r = JudgeVerdict.__table__, JuryRun.__table__
+    fields = ("cache_key", "status", "scores", "explanations", "prompt", "raw_response", "error",
+              "latency_seconds", "created_at")
+    spent = ("prompt_tokens", "completion_tokens", "cost_usd")
+    replace_failed = (
+        update(t)
+        .where(t.c.jury_run_id == bindparam("w_run"), t.c.item_id == bindparam("w_item"),
+               t.c.judge == bindparam("w_judge"), t.c.status != VerdictStatus.ok.value)
+        .values({**{f: bindparam(f"v_{f}", type_=t.c[f].type) for f in fields},
+                 **{f: t.c[f] + bindparam(f"v_{f}", type_=t.c[f].type) for f in spent}})
+    )
+    insert_new = insert(t).values(
+        jury_run_id=bindparam("w_run"), item_id=bindparam("w_item"), judge=bindparam("w_judge"),
+        **{f: bindparam(f"v_{f}", type_=t.c[f].type) for f in (*fields, *spent)},
+    )
+    bump_run = (
+        update(r)
+        .where(r.c.id == bindparam("w_run"))
+        .values(calls_done=r.c.calls_done + bindparam("d_done"), calls_failed=r.c.calls_failed + bindparam("d_failed"),
+                **{f: r.c[f] + bindparam(f"v_{f}", type_=r.c[f].type) for f in spent})
+    )
+    return replace_failed, insert_new, bump_run
+
+
+def _set_state(engine: Engine, run_id: int, status: str | None = None, *, audit_actor: Any = False,
+               **state: Any) -> str:
+    """Merge ``state`` into the run's live state (and set its status); return the status now stored.
+
+    With ``audit_actor`` (anything but False) a ``jury.run`` audit event is written in the same transaction.
+    """
+    with transaction(engine) as session:
+        run = session.get(JuryRun, run_id)
+        if run is None:
+            raise NotFoundError(f"no jury run with id {run_id}")
+        if audit_actor is not False:
+            record_event(session, "jury.run", actor=audit_actor, study_id=run.study_id, run_id=run.id,
+                         run=run.name, judges=[j["model"] for j in (run.config or {}).get("judges", [])],
+                         config_hash=run.config_hash, resumed=run.calls_done > 0)
+        merged = {**run_state(run), **state}
+        run.config = {**(run.config or {}), "state": merged}
+        if status is not None:
+            run.status = status
+            if status in ACTIVE_STATUSES:
+                run.finished_at = None
+            elif status in ("finished", "stopped", "failed"):
+                run.finished_at = utcnow()
+        session.add(run)
+        return run.status
+
+
+def mark_running(engine: Engine, run_id: int, planned: int, actor: Any = None) -> None:
+    """The run has a worker now: status ``running`` with a fresh heartbeat and no error; audited."""
+    _set_state(engine, run_id, "running", audit_actor=actor, heartbeat_at=utcnow().isoformat(), planned=planned,
+               error=None)
+
+
+def stored_status(engine: Engine, run_id: int) -> str:
+    """The run's status as stored (a cheap read the worker polls for stop requests)."""
+    with engine.connect() as conn:
+        return conn.execute(select(JuryRun.status).where(JuryRun.id == run_id)).scalar_one()
+
+
+def heartbeat(engine: Engine, run_id: int, **state: Any) -> str:
+    """Say the worker is alive; returns the stored status (``stopping`` when a stop was asked for)."""
+    return _set_state(engine, run_id, None, heartbeat_at=utcnow().isoformat(), **state)
+
+
+def finish_run(engine: Engine, run_id: int, status: str, error: str | None = None, **state: Any) -> None:
+    """Record how the worker ended: ``finished``, ``stopped`` or ``failed`` (with the error)."""
+    _set_state(engine, run_id, status, heartbeat_at=None, error=error, **state)
+
+
+def request_stop(engine: Engine, run_id: int) -> bool:
+    """Ask the run's worker, wherever it runs, to stop after the calls in flight. False if not running."""
+    with transaction(engine) as session:
+        result = session.exec(
+            update(JuryRun).where(JuryRun.id == run_id, JuryRun.status == "running").values(status="stopping")
+        )
+        return bool(result.rowcount)
+
+
+def study_runs(session: Session, study: Study) -> list[JuryRun]:
+    """The study's jury runs, newest first (recorded runs included)."""
+    return list(session.exec(select(JuryRun).where(JuryRun.study_id == study.id).order_by(JuryRun.id.desc())))
+
+
+def planned_calls(session: Session, run: JuryRun) -> int:
+    """How many verdicts the run needs in all: items times judges (a recorded run: what it holds)."""
+    if run.source != LITELLM_SOURCE:
+        return run.calls_done
+    n_items = len(session.exec(select(Item.id).where(Item.study_id == run.study_id)).all())
+    return n_items * len((run.config or {}).get("judges", []))

@@ -1,0 +1,311 @@
+"""What a calibration report says, assembled once and rendered three ways (HTML, PDF, data bundle).
+
+:func:`report_content` computes every table and chart from a :class:`~medhelm_core.dashboard.DashboardData`
+(or takes the agreement table the page already has), so the HTML, the PDF and the CSV files cannot
+disagree with each other or with the Agreement page.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from typing import Any
+
+import altair as alt
+import pandas as pd
+from sqlmodel import Session, col, select
+
+from medhelm_core.agreement import COMPOSITE, POOLED, PROTOCOLS
+from medhelm_core.dashboard import (
+    DashboardData,
+    bland_altman,
+    bland_altman_chart,
+    clinician_leniency,
+    compute_agreement,
+    distribution_chart,
+    filter_long,
+    headline_table,
+    icc_chart,
+    item_means,
+    judge_chart,
+    judge_table,
+    largest_disagreements,
+    leniency_chart,
+    scatter_chart,
+    score_distribution,
+)
+from medhelm_core.errors import ValidationError
+from medhelm_core.models import Item, Study
+from medhelm_core.schema import current_revision
+
+#: distributions whose versions decide the figures (or how they are drawn); listed in the manifest
+PACKAGES = (
+    "medhelm-calibrate",
+    "pandas",
+    "numpy",
+    "scipy",
+    "pingouin",
+    "krippendorff",
+    "altair",
+    "vl-convert-python",
+    "fpdf2",
+    "sqlalchemy",
+    "sqlmodel",
+)
+EXCERPT_CHARS = 240
+CHART_TITLES = {
+    "icc": "Headline: ICC per comparison",
+    "scatter": "Jury and clinicians per item",
+    "bland_altman": "Bland-Altman: jury minus clinicians",
+    "judges": "Per-judge agreement with clinicians",
+    "clinicians": "Clinicians: leniency and agreement with each other",
+    "distribution": "Distribution of scores",
+}
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What the report covers and how it is computed: enough to recompute it from its data bundle."""
+
+    protocol: str = "medhelm"
+    benchmarks: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    jury_run_id: int | None = None
+    n_resamples: int = 2000
+    seed: int = 0
+    #: put an excerpt of each output in the "largest disagreements" table (leave out to share no item text)
+    item_texts: bool = True
+
+    def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise ValidationError(f"protocol {self.protocol!r} unknown; use one of {', '.join(PROTOCOLS)}")
+        if self.n_resamples < 1:
+            raise ValidationError(f"the bootstrap needs at least 1 resample, got {self.n_resamples}")
+        object.__setattr__(self, "benchmarks", tuple(self.benchmarks))
+        object.__setattr__(self, "models", tuple(self.models))
+
+
+@dataclass
+class ReportContent:
+    """Every table, chart and fact of a report."""
+
+    options: ReportOptions
+    data: DashboardData
+    study: dict[str, Any]
+    generated_at: str
+    schema_revision: str | None
+    versions: dict[str, str]
+    long: pd.DataFrame
+    agreement: pd.DataFrame
+    headline: pd.DataFrame
+    judges: pd.DataFrame
+    means: pd.DataFrame
+    limits: dict[str, float]
+    leniency: pd.DataFrame
+    distribution: pd.DataFrame
+    disagreements: pd.DataFrame
+    charts: dict[str, alt.TopLevelMixin] = field(default_factory=dict)
+
+    @property
+    def benchmarks(self) -> list[str]:
+        """The benchmarks the report covers (each shown alone and pooled), in the agreement table's order, so that
+        passing them back to the engine gives its rows in the same order."""
+        return list(dict.fromkeys(b for b in self.agreement["benchmark"] if b != POOLED))
+
+    @property
+    def jury_label(self) -> str:
+        """Which jury run, and whether it is recorded."""
+        return self.data.jury_run.label if self.data.jury_run else "no jury run"
+
+
+def package_versions() -> dict[str, str]:
+    """Python's and each listed distribution's version ("not installed" where missing)."""
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def _study_facts(session: Session, study: Study, data: DashboardData) -> dict[str, Any]:
+    clin = data.long[data.long["rater_kind"] == "clinician"]
+    return {
+        "id": study.id,
+        "name": study.name,
+        "title": study.title,
+        "description": study.description,
+        "created_at": study.created_at.isoformat(),
+        "overlap": study.overlap,
+        "show_reference": study.show_reference,
+        "n_items": len(data.items),
+        "n_clinicians": int(clin["rater_id"].nunique()),
+        "n_clinician_scores": len(clin),
+        "n_items_rated": int(clin["item_id"].nunique()),
+    }
+
+
+def _excerpts(session: Session, item_ids: Sequence[str]) -> dict[str, str]:
+    if not item_ids:
+        return {}
+    rows = session.exec(select(Item.id, Item.output_text).where(col(Item.id).in_([int(i) for i in item_ids]))).all()
+    out = {}
+    for item_id, text in rows:
+        flat = " ".join((text or "").split())
+        out[str(item_id)] = flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1] + "…"
+    return out
+
+
+def report_content(
+    session: Session,
+    study: Study,
+    data: DashboardData,
+    options: ReportOptions,
+    agreement: pd.DataFrame | None = None,
+) -> ReportContent:
+    """Compute a report's tables and charts; pass ``agreement`` to reuse a table computed with the same options.
+
+    Raises :class:`~medhelm_core.dashboard.NotEnoughRatingsError` when there is nothing to report yet.
+    """
+    if agreement is None:
+        agreement = compute_agreement(
+            data.long,
+            options.protocol,
+            options.benchmarks or None,
+            options.models or None,
+            n_resamples=options.n_resamples,
+            seed=options.seed,
+        )
+    long = filter_long(data.long, options.benchmarks, options.models)
+    headline = headline_table(agreement, options.protocol)
+    judges = judge_table(agreement, options.protocol)
+    means = item_means(long, COMPOSITE, data.criteria)
+    limits = bland_altman(means)
+    leniency = clinician_leniency(long, COMPOSITE, data.criteria)
+    distribution = score_distribution(long, data.criteria)
+    disagreements = largest_disagreements(means, data.items, 10)
+    if options.item_texts:
+        texts = _excerpts(session, disagreements["item_id"].tolist())
+        disagreements["output_excerpt"] = disagreements["item_id"].map(texts).fillna("")
+    charts: dict[str, alt.TopLevelMixin] = {"icc": icc_chart(headline)}
+    if means["jury"].notna().any():
+        charts["scatter"] = scatter_chart(means, data.scale)
+        charts["bland_altman"] = bland_altman_chart(means, limits)
+    if judges["judge"].ne("jury (mean)").any():
+        charts["judges"] = judge_chart(judges)
+    if not leniency.empty:
+        charts["clinicians"] = leniency_chart(leniency)
+    if not distribution.empty:
+        charts["distribution"] = distribution_chart(distribution, data.criteria)
+    return ReportContent(
+        options=options,
+        data=data,
+        study=_study_facts(session, study, data),
+        generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        schema_revision=current_revision(session.get_bind()),
+        versions=package_versions(),
+        long=long,
+        agreement=agreement,
+        headline=headline,
+        judges=judges,
+        means=means,
+        limits=limits,
+        leniency=leniency,
+        distribution=distribution,
+        disagreements=disagreements,
+        charts=charts,
+    )
+
+
+def number(value: Any, digits: int = 3) -> str:
+    """A figure for a table: rounded, ``n/a`` for a missing or infinite one, never ``-0.000``."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)) or pd.isna(value):
+        return "n/a"
+    return f"{round(float(value), digits) + 0.0:.{digits}f}"
+
+
+def interval(low: Any, high: Any) -> str:
+    """A 95% interval as ``0.10 to 0.69`` (``n/a`` when undefined)."""
+    if any(v is None or pd.isna(v) for v in (low, high)):
+        return "n/a"
+    return f"{number(low, 2)} to {number(high, 2)}"
+
+
+def headline_display(headline: pd.DataFrame) -> pd.DataFrame:
+    """The headline table as strings, the way the report prints it."""
+    return pd.DataFrame(
+        {
+            "comparison": headline["comparison"],
+            "benchmark": headline["benchmark"],
+            "criterion": headline["criterion"],
+            "ICC(3,k)": headline["icc"].map(number),
+            "95% CI": [interval(lo, hi) for lo, hi in zip(headline["ci_low"], headline["ci_high"], strict=True)],
+            "n": headline["n_items"].astype(str),
+            "r": headline["pearson_r"].map(number),
+            "rho": headline["spearman_rho"].map(number),
+            "kappa": headline["kappa_qw"].map(number),
+            "reading": headline["reading"],
+            "note": headline["note"],
+        }
+    )
+
+
+def agreement_display(agreement: pd.DataFrame) -> pd.DataFrame:
+    """Every row of the engine's table as strings (the report's "every figure" appendix)."""
+    return pd.DataFrame(
+        {
+            "comparison": agreement["comparison"],
+            "benchmark": agreement["benchmark"],
+            "criterion": agreement["criterion"],
+            "method": agreement["method"],
+            "estimate": agreement["estimate"].map(number),
+            "95% CI": [interval(lo, hi) for lo, hi in zip(agreement["ci_low"], agreement["ci_high"], strict=True)],
+            "CI by": agreement["ci_method"].fillna(""),
+            "n": agreement["n_items"].astype(str),
+            "note": agreement["note"],
+        }
+    )
+
+
+def disagreements_display(d: pd.DataFrame) -> pd.DataFrame:
+    """The largest disagreements as strings (an output excerpt too, when the report includes texts)."""
+    shown = pd.DataFrame(
+        {
+            "item": d["item_id"],
+            "benchmark": d["benchmark"],
+            "instance": d["instance_id"],
+            "model": d["model"],
+            "clinician mean": d["clinician_mean"].map(lambda v: number(v, 2)),
+            "clinicians": d["n_clinicians"],
+            "jury": d["jury"].map(lambda v: number(v, 2)),
+            "difference": d["difference"].map(lambda v: number(v, 2)),
+        }
+    )
+    if "output_excerpt" in d:
+        shown["output (excerpt)"] = d["output_excerpt"]
+    return shown
+
+
+def leniency_display(le: pd.DataFrame) -> pd.DataFrame:
+    """Clinician leniency and agreement with the others as strings."""
+    return pd.DataFrame(
+        {
+            "clinician": le["clinician"],
+            "items": le["n_items"],
+            "shared": le["n_shared"],
+            "mean score": le["mean_score"].map(lambda v: number(v, 2)),
+            "mean z": le["mean_z"].map(lambda v: number(v, 2)),
+            "spread": le["spread"].map(lambda v: number(v, 2)),
+            "ICC(3,k) with others": le["icc3k"].map(number),
+            "95% CI": [
+                f"{number(lo, 2)} to {number(hi, 2)}" if pd.notna(lo) else "n/a"
+                for lo, hi in zip(le["ci_low"], le["ci_high"], strict=True)
+            ],
+            "note": le["note"],
+        }
+    )

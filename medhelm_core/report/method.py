@@ -1,0 +1,146 @@
+"""The report's method section, in plain words, written from the options and data it describes.
+
+A reader who never opened the app should be able to recompute every figure from the data bundle with any
+statistics package: so it names the ICC form, the items used, the z-scoring, the intervals and the
+bootstrap, and the exact call that recomputes the table.
+"""
+
+from __future__ import annotations
+
+from medhelm_core.agreement import MIN_ITEMS
+from medhelm_core.dashboard import HEADLINE_METRICS
+from medhelm_core.report.content import ReportContent
+
+
+def _list(values: list[str]) -> str:
+    if not values:
+        return "none"
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
+def method_paragraphs(content: ReportContent) -> list[tuple[str, str]]:
+    """(heading, paragraph) pairs describing how every figure of ``content`` was computed."""
+    opts, data = content.options, content.data
+    criteria = data.criteria
+    low, high = data.scale
+    benchmarks = content.benchmarks
+    run = data.jury_run
+    out: list[tuple[str, str]] = []
+    out.append(
+        (
+            "Data",
+            f"Study {content.study['name']!r}: {content.study['n_items']} items (one model output for one benchmark "
+            f"instance each), of which {content.study['n_items_rated']} were rated by "
+            f"{content.study['n_clinicians']} clinicians. Each rater scores every output on {_list(criteria)}, "
+            f"integers from {low} to {high}. A revised rating counts with its latest revision only. "
+            f"The figures use the {content.long['item_id'].nunique()} items of {_list(benchmarks)} "
+            f"that hold a score, from {_list(list(opts.models)) if opts.models else 'all models'}.",
+        )
+    )
+    if run is None:
+        jury = "The study has no jury run, so no jury figures are reported."
+    else:
+        jury = (
+            f"Jury: {run.label}. An item's jury score on a criterion is the unweighted mean over the judges whose "
+            f"verdict parsed (status ok); {run.n_failed} failed verdicts are counted but never scored, and an item "
+            "with no surviving judge has no jury score (it is left out, never given a default)."
+        )
+        if run.recorded:
+            jury += (
+                " These are recorded scores imported from elsewhere (such as MedHELM's published jury "
+                "means): no judge was called by this app."
+            )
+        if run.prompt_hash:
+            jury += f" Prompt template SHA-256: {run.prompt_hash}."
+    out.append(("Jury", jury))
+    metrics = [
+        f"{label} ({name}, settings {data.metric_settings[name]['settings_hash'][:12]})"
+        for name, label in HEADLINE_METRICS.items()
+        if name in data.metric_settings
+    ]
+    out.append(
+        (
+            "Composite and metrics",
+            "The composite is the mean of the criteria per rater and item, kept only where the rater scored all of "
+            "them. "
+            + (
+                f"Metrics: {_list(metrics)}, each computed between the output and its reference; a metric's single "
+                "score per item stands for every criterion and for the composite."
+                if metrics
+                else "No ROUGE-L or BERTScore scores were computed for this study."
+            ),
+        )
+    )
+    protocol = (
+        "Agreement with clinicians (the MedHELM paper's protocol): per item, the clinicians' scores are averaged "
+        "into one mean clinician. The mean clinician and the other rater (the jury, a single judge, ROUGE-L or "
+        "BERTScore) are each z-scored over all of their own items in the scope (subtract the mean, divide by "
+        "the sample standard deviation), so scales of 1-5 and 0-1 can be compared. The intraclass correlation "
+        "is ICC(3,k): two-way mixed effects, consistency, the average of k = 2 raters (Shrout and Fleiss "
+        "1979; pingouin's ICC3k), over the items both sides scored; items lacking either side are left out. "
+        "Its 95% interval is the exact F-based one. Pearson's r and Spearman's rho are computed on the same "
+        "z-scores (with two z-scored raters ICC(3,k) = 2r / (1 + r)); the quadratic-weighted kappa is computed "
+        "on the raw scores rounded to integers, and only when both sides are on the rating scale. "
+        "The clinician-clinician baseline is ICC(3,k) of the single pair of clinicians who share the most "
+        "items (ties go to the first pair in sorted order), each z-scored over all of their own ratings. "
+        f"A figure needs at least {MIN_ITEMS} shared items; a rater who gives every item the same score has no "
+        "z-scores, and the figure is then reported as n/a with a note."
+    )
+    if opts.protocol == "medhelm":
+        protocol += (" No bootstrap is used in this protocol (the 'full' protocol adds bootstrap intervals that "
+                     "resample items).")
+    out.append(("Agreement", protocol))
+    scope = (
+        "Every figure is computed for each benchmark alone and for the benchmarks pooled ('pooled'); the "
+        "z-scoring is done within each scope, so pooled figures are not averages of the per-benchmark ones. "
+        f"Pooled here means {_list(benchmarks)}."
+    )
+    out.append(("Benchmarks", scope))
+    if opts.protocol == "full":
+        out.append(
+            (
+                "Full protocol",
+                "Besides ICC(3,k), all six ICC forms (ICC1, ICC2, ICC3 single and average) are reported with F "
+                f"intervals and with bootstrap intervals (BCa, {opts.n_resamples} resamples of items with "
+                f"replacement, seed {opts.seed}); the headline uses the bootstrap interval of ICC(3,k). For "
+                "clinicians, every overlapping clinician is also used: the one-way ICC(1) with the adjusted group "
+                "size k0 for unequal numbers of ratings per item, and Krippendorff's alpha (interval and ordinal).",
+            )
+        )
+    out.append(
+        (
+            "Readings and charts",
+            "Readings follow Koo and Li (2016): poor below 0.5, moderate 0.5 to 0.75, good 0.75 to 0.9, excellent "
+            "above 0.9. The per-item charts use the raw composite: the Bland-Altman bias is the mean of jury "
+            "minus mean clinician and its limits of agreement are the bias plus or minus 1.96 standard "
+            "deviations of that difference. A clinician's leniency (mean z) is the mean, over items shared with "
+            "other clinicians, of their composite minus the others' mean on that item, divided by the standard "
+            "deviation of all clinicians' composites; their spread is the standard deviation of their own "
+            "composites over that same pooled standard deviation; their agreement with the others is ICC(3,k) "
+            "of their composite against the mean of the other clinicians on the items they share.",
+        )
+    )
+    out.append(
+        (
+            "Recompute",
+            "The data bundle holds scores_long.csv, the exact input of the agreement table (one row per item, "
+            "rater and criterion; read the ids as text), and agreement.csv, its output. The call below, with this "
+            "package, gives agreement.csv back. With pingouin alone: per scope, z-score each side as above and "
+            "call pingouin.intraclass_corr on the two columns; its ICC3k row is the figure.",
+        )
+    )
+    return out
+
+
+def recompute_snippet(content: ReportContent) -> str:
+    """Python that recomputes ``agreement.csv`` from the bundle's ``scores_long.csv``."""
+    opts = content.options
+    benches = ", ".join(repr(b) for b in content.benchmarks)
+    return (
+        "import pandas as pd\n"
+        "from medhelm_core.agreement import agreement_table\n"
+        "from medhelm_core.report import read_scores_long\n\n"
+        "long = read_scores_long('data/scores_long.csv')  # ids read as text\n"
+        f"table = agreement_table(long, protocol={opts.protocol!r}, benchmarks=[{benches}],\n"
+        f"                        n_resamples={opts.n_resamples}, seed={opts.seed})"
+    )

@@ -1,0 +1,256 @@
+"""Agreement: the headline ICC table, its charts, a drill-down to any item, and the report (researchers, admins).
+
+Everything is computed by medhelm_core.dashboard and cached under the study's data version (counts and
+latest times of its ratings, verdicts and metric scores), so a rerun reads the cache and a new rating
+invalidates it. Model text is drawn with st.text and dataframes, never as markdown or HTML.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+from sqlmodel import Session
+
+from medhelm_core.agreement import COMPOSITE, POOLED
+from medhelm_core.dashboard import (
+    ITEM_SELECTION,
+    DashboardData,
+    NotEnoughRatingsError,
+    bland_altman,
+    bland_altman_chart,
+    clinician_leniency,
+    compute_agreement,
+    data_version,
+    distribution_chart,
+    filter_long,
+    headline_table,
+    icc_chart,
+    item_detail,
+    item_means,
+    judge_chart,
+    judge_table,
+    jury_runs,
+    largest_disagreements,
+    leniency_chart,
+    load_dashboard_data,
+    scatter_chart,
+    score_distribution,
+)
+from medhelm_core.errors import MedhelmError
+from medhelm_core.models import Study
+from medhelm_core.report import ReportOptions, write_report, zip_folder
+from medhelm_core.report.content import agreement_display, interval, leniency_display
+from medhelm_core.studies import list_studies
+from pages.common import engine, require_role
+
+require_role("admin", "researcher")
+st.title("Agreement")
+eng = engine()
+URL = eng.url.render_as_string(hide_password=False)
+
+
+@st.cache_data(show_spinner="Loading the study's scores...", max_entries=16)
+def load(url: str, study_id: int, run_id: int | None, version: tuple) -> DashboardData:
+    with Session(eng) as session:
+        return load_dashboard_data(session, session.get(Study, study_id), run_id)
+
+
+@st.cache_data(show_spinner="Computing agreement (kept until the ratings change)...", max_entries=32)
+def agreement(url: str, study_id: int, run_id: int | None, version: tuple, protocol: str,
+              benchmarks: tuple[str, ...], models: tuple[str, ...]) -> pd.DataFrame:
+    return compute_agreement(load(url, study_id, run_id, version).long, protocol, benchmarks, models)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def views(url: str, study_id: int, run_id: int | None, version: tuple, benchmarks: tuple[str, ...],
+          models: tuple[str, ...], criterion: str) -> dict:
+    data = load(url, study_id, run_id, version)
+    long = filter_long(data.long, benchmarks, models)
+    means = item_means(long, criterion, data.criteria)
+    return {
+        "means": means,
+        "limits": bland_altman(means),
+        "leniency": clinician_leniency(long, criterion, data.criteria),
+        "distribution": score_distribution(long, data.criteria),
+        "disagreements": largest_disagreements(means, data.items, 10),
+    }
+
+
+def height_of(chart) -> int | str:  # noqa: ANN001 - an Altair chart
+    """The chart's own height plus room for its title and axis: Streamlit's theme squeezes a layered chart with
+    a nominal y axis to one row when left to size it ("content")."""
+    height = getattr(chart, "height", None)
+    return int(height) + 110 if isinstance(height, (int, float)) else "content"
+
+
+with Session(eng) as session:
+    studies = {s.name: s for s in list_studies(session)}
+if not studies:
+    st.info("No studies yet: import items on the Data page.")
+    st.stop()
+study = studies[st.selectbox("Study", list(studies), key="agreement_study")]
+with Session(eng) as session:
+    runs = jury_runs(session, study)
+    version = data_version(session, study)
+
+with st.sidebar:
+    st.subheader("Filters")
+    run_id = None
+    if len(runs) > 1:
+        labels = {f"{r.id}: {r.name}" + (" (recorded)" if r.source == "recorded" else ""): r.id for r in runs}
+        run_id = labels[st.selectbox("Jury run", list(labels), help="Default: the latest run.")]
+    protocol = st.radio("Protocol", ["medhelm", "full"], horizontal=True,
+                        help="medhelm: the paper's ICC(3,k) on z-scores with F intervals. full: every ICC form, "
+                             "bootstrap intervals and all-clinician designs (slower).")
+data = load(URL, study.id, run_id, version)
+run_id = data.jury_run.id if data.jury_run else None
+with st.sidebar:
+    benchmarks = tuple(st.multiselect("Benchmarks (pooled over the chosen)", sorted(data.items["benchmark"].unique()),
+                                      placeholder="all benchmarks"))
+    models = tuple(st.multiselect("Models", sorted(data.items["model"].unique()), placeholder="all models"))
+    criterion_choice = st.selectbox("Criterion", ["all", COMPOSITE, *data.criteria],
+                                    help="Rows of the table; the charts use the composite when 'all'.")
+criterion = COMPOSITE if criterion_choice == "all" else criterion_choice
+
+if data.jury_run is None:
+    st.caption("This study has no jury run yet.")
+elif data.jury_run.recorded:
+    st.warning(f"Recorded jury scores: {data.jury_run.name} was imported from elsewhere (such as MedHELM's "
+               "published jury means); no judges were called by this app.")
+else:
+    st.caption(data.jury_run.label)
+
+try:
+    table = agreement(URL, study.id, run_id, version, protocol, benchmarks, models)
+except NotEnoughRatingsError as exc:
+    st.info(str(exc))
+    st.stop()
+except MedhelmError as exc:
+    st.error(str(exc))
+    st.stop()
+
+headline = headline_table(table, protocol)
+shown = headline if criterion_choice == "all" else headline[headline["criterion"] == criterion]
+st.subheader("Headline agreement")
+cards = headline[(headline["benchmark"] == POOLED) & (headline["criterion"] == criterion)]
+for column, row in zip(st.columns(len(cards)), cards.itertuples(), strict=True):
+    with column:
+        st.metric(row.comparison, "n/a" if pd.isna(row.icc) else f"{row.icc:.3f}")
+        st.caption(f"95% CI {interval(row.ci_low, row.ci_high)} · n = {row.n_items}" if row.n_items else row.note)
+st.dataframe(
+    shown.assign(ci=[interval(lo, hi) for lo, hi in zip(shown["ci_low"], shown["ci_high"], strict=True)]),
+    hide_index=True,
+    column_order=["comparison", "benchmark", "criterion", "icc", "ci", "n_items", "pearson_r", "spearman_rho",
+                  "kappa_qw", "reading", "note"],
+    column_config={
+        "icc": st.column_config.NumberColumn("ICC(3,k)", format="%.3f"),
+        "ci": st.column_config.TextColumn("95% CI"),
+        "n_items": st.column_config.NumberColumn("n"),
+        "pearson_r": st.column_config.NumberColumn("r", format="%.3f"),
+        "spearman_rho": st.column_config.NumberColumn("rho", format="%.3f"),
+        "kappa_qw": st.column_config.NumberColumn("kappa", format="%.3f"),
+    },
+)
+interval_kind = "bootstrap (BCa, items resampled)" if protocol == "full" else "F-based"
+st.caption(f"ICC(3,k) with the mean clinician, each side z-scored within itself (MedHELM's protocol), {interval_kind} "
+           "95% CI; clinician-clinician uses the two clinicians sharing the most items. Pooled over "
+           f"{', '.join(benchmarks) if benchmarks else 'all benchmarks'}. The exported report states the method in "
+           "full.")
+headline_chart = icc_chart(headline, criterion)
+st.altair_chart(headline_chart, width="stretch", height=height_of(headline_chart))
+
+v = views(URL, study.id, run_id, version, benchmarks, models, criterion)
+picked: list[str] = []
+if v["means"]["jury"].notna().any():
+    st.subheader("Jury and clinicians per item")
+    left, right = st.columns(2)
+    with left:
+        scatter = st.altair_chart(scatter_chart(v["means"], data.scale), on_select="rerun", key="agreement_scatter")
+    with right:
+        ba = st.altair_chart(bland_altman_chart(v["means"], v["limits"]), on_select="rerun", key="agreement_ba")
+    lim = v["limits"]
+    st.caption(f"Bias {lim['bias']:+.2f}, 95% limits of agreement {lim['loa_low']:+.2f} to {lim['loa_high']:+.2f} "
+               f"(n = {lim['n_items']}). Click a point to open its item below.")
+    for event in (scatter, ba):
+        picked += [str(p["item_id"]) for p in event.selection.get(ITEM_SELECTION, []) if "item_id" in p]
+
+judges = judge_table(table, protocol)
+st.subheader("Per-judge agreement")
+if judges["judge"].ne("jury (mean)").any():
+    per_judge = judge_chart(judges, POOLED, criterion)
+    st.altair_chart(per_judge, width="content", height=height_of(per_judge))
+else:
+    st.caption("Per-judge agreement needs a jury run with several judges; this one has one (or recorded means).")
+
+st.subheader("Clinicians")
+if v["leniency"].empty:
+    st.caption("No clinician ratings in this selection.")
+else:
+    st.altair_chart(leniency_chart(v["leniency"]), width="content")
+    st.dataframe(leniency_display(v["leniency"]), hide_index=True)
+
+st.subheader("Distribution of scores")
+st.altair_chart(distribution_chart(v["distribution"], data.criteria), width="content")
+
+st.subheader("Items")
+if not v["disagreements"].empty:
+    st.caption("Where the jury and the clinicians differ most; select a row to open the item.")
+    rows = st.dataframe(v["disagreements"], hide_index=True, on_select="rerun", selection_mode="single-row",
+                        key="agreement_disagreements",
+                        column_config={c: st.column_config.NumberColumn(format="%.2f")
+                                       for c in ("clinician_mean", "jury", "difference")})
+    picked += [str(v["disagreements"].iloc[i]["item_id"]) for i in rows.selection.rows]
+typed = st.text_input("Open an item by id", key="agreement_item_id", placeholder="item id, e.g. 42")
+chosen = picked[-1] if picked else typed.strip()
+if chosen:
+    try:
+        with Session(eng) as session:
+            detail = item_detail(session, session.get(Study, study.id), int(chosen), run_id)
+    except ValueError:
+        st.error(f"{chosen!r} is not an item id (a whole number).")
+    except MedhelmError as exc:
+        st.error(str(exc))
+    else:
+        st.markdown(f"**Item {detail.item_id}**")
+        st.text(f"benchmark: {detail.benchmark}   instance: {detail.instance_id}   model: {detail.model}")
+        for label, text in (("Input", detail.input_text), ("Output", detail.output_text),
+                            ("Reference", detail.reference_text)):
+            if text:
+                st.caption(label)
+                st.text(text)
+        st.caption("Clinicians (latest revision each)")
+        if detail.clinicians.empty:
+            st.text("No clinician has rated this item.")
+        else:
+            st.dataframe(detail.clinicians, hide_index=True)
+        st.caption("Judges of the jury run")
+        if detail.judges.empty:
+            st.text("No verdicts for this item in this run.")
+        else:
+            scores = [c for c in detail.judges.columns if not c.startswith("explanation_")]
+            st.dataframe(detail.judges[scores], hide_index=True)
+            for record in detail.judges.to_dict("records"):
+                for key, value in record.items():
+                    if key.startswith("explanation_") and isinstance(value, str) and value:
+                        st.text(f"{record['judge']} on {key.removeprefix('explanation_')}: {value}")
+
+with st.expander("Every figure of the agreement engine"):
+    st.dataframe(agreement_display(table), hide_index=True)
+
+st.subheader("Calibration report")
+st.caption("A zip with report.html (opens offline), report.pdf, manifest.json and the data bundle (CSV) that "
+           "recomputes every figure, for the filters chosen here.")
+options = ReportOptions(protocol=protocol, benchmarks=benchmarks, models=models, jury_run_id=run_id)
+
+
+def build_report() -> bytes:
+    with tempfile.TemporaryDirectory() as tmp, Session(eng) as session:
+        write_report(session, session.get(Study, study.id), Path(tmp), options, data=data, agreement=table)
+        return zip_folder(Path(tmp))
+
+
+st.download_button("Download the calibration report", data=build_report, mime="application/zip",
+                   file_name=f"{study.name}-calibration-report.zip", on_click="ignore", type="primary")

@@ -1,0 +1,176 @@
+"""Jury: configure judge models, see the estimate, run, stop and resume, and read the verdicts.
+
+The run works in a background thread that writes each verdict to the database; this page only reads the
+run's row, so it stays responsive and a browser reload shows the same progress. Keys come from the
+environment or Streamlit secrets (root-level secrets become environment variables); none is stored.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+from sqlmodel import Session
+
+from medhelm_core.errors import MedhelmError
+from medhelm_core.jury import background
+from medhelm_core.jury.config import DEFAULT_CONCURRENCY, DEFAULT_MAX_TOKENS, JuryConfig, judges_from_text
+from medhelm_core.jury.results import criterion_means, item_jury_scores, verdict_scores_frame
+from medhelm_core.jury.runner import estimate_run
+from medhelm_core.jury.store import ACTIVE_STATUSES, effective_status, planned_calls, run_state, study_runs
+from medhelm_core.models import JuryRun
+from medhelm_core.rubric import rubric_spec
+from medhelm_core.studies import list_studies
+from pages.common import engine, require_role
+
+who = require_role("admin", "researcher")
+st.title("Jury")
+try:
+    st.secrets.load_if_toml_exists()  # exports root-level secrets (OPENAI_API_KEY ...) to the environment
+except Exception:  # noqa: BLE001 - a malformed secrets file must not break the page; keys then come from env
+    pass
+
+eng = engine()
+with Session(eng) as session:
+    studies = {s.name: s for s in list_studies(session)}
+if not studies:
+    st.info("No studies yet. Import model outputs on the Data page first.")
+    st.stop()
+study = studies[st.selectbox("Study", list(studies))]
+with Session(eng) as session:
+    rubric = rubric_spec(session, study.rubric_id)
+
+
+def run_rows() -> list[dict]:
+    with Session(eng) as session:
+        return [
+            {"run": r.id, "name": r.name,
+             "source": "recorded (imported scores, no judges called here)" if r.source == "recorded" else r.source,
+             "status": effective_status(r), "done": r.calls_done, "planned": planned_calls(session, r),
+             "failed": r.calls_failed, "tokens": r.prompt_tokens + r.completion_tokens, "cost $": r.cost_usd}
+            for r in study_runs(session, study)
+        ]
+
+
+st.subheader("New run")
+st.caption("One judge per line, as a litellm model name, optionally with its API base: "
+           "`openai/gpt-4o-2024-05-13` or `openai/llama-3.3-70b @ http://127.0.0.1:8000/v1`.")
+judge_text = st.text_area("Judges", key="jury_judges", placeholder="openai/gpt-4o-2024-05-13")
+cols = st.columns(4)
+temperature = cols[0].number_input("Temperature", 0.0, 2.0, 0.0, 0.1)
+concurrency = int(cols[1].number_input("Concurrency per judge", 1, 256, DEFAULT_CONCURRENCY))
+max_tokens = int(cols[2].number_input("Max output tokens", 16, 32768, DEFAULT_MAX_TOKENS))
+timeout = float(cols[3].number_input("Timeout per call (s)", 1.0, 3600.0, 120.0))
+key_env = st.text_input("Key variable (optional)", help="Name of the environment variable or root-level secret "
+                        "holding the key; by default the provider's (OPENAI_API_KEY, ANTHROPIC_API_KEY ...).")
+config: JuryConfig | None = None
+if judge_text.strip():
+    try:
+        judges = judges_from_text(judge_text, temperature=temperature, concurrency=concurrency,
+                                  max_tokens=max_tokens, timeout=timeout, api_key_env=key_env.strip() or None)
+        config = JuryConfig(judges=judges, rubric=rubric)
+        estimate = estimate_run(eng, study.name, config)
+    except MedhelmError as exc:
+        st.error(str(exc))
+        config = None
+    else:
+        st.info(estimate.describe())
+        if st.button("Start the jury", type="primary", disabled=estimate.calls + estimate.reused == 0):
+            try:
+                st.session_state["jury_run"] = background.start_in_background(eng, study.name, config, actor=who)
+            except MedhelmError as exc:
+                st.error(str(exc))
+            else:
+                st.rerun()
+
+runs = run_rows()
+if not runs:
+    st.info("This study has no jury runs yet.")
+    st.stop()
+
+st.subheader("Runs")
+st.dataframe(pd.DataFrame(runs), hide_index=True, width="stretch")
+labels = {f"{r['run']}: {r['name']} ({r['status']})": r["run"] for r in runs}
+default = next((i for i, rid in enumerate(labels.values()) if rid == st.session_state.get("jury_run")), 0)
+run_id = labels[st.selectbox("Run", list(labels), index=default)]
+with Session(eng) as session:
+    run = session.get(JuryRun, run_id)
+active = effective_status(run) in ACTIVE_STATUSES
+
+
+@st.fragment(run_every=1.0 if active else None)
+def progress() -> None:
+    with Session(eng) as session:
+        current = session.get(JuryRun, run_id)
+        planned = planned_calls(session, current)
+    status = effective_status(current)
+    state = run_state(current)
+    if current.source == "recorded":
+        st.warning("Recorded jury scores: imported from elsewhere (such as MedHELM's published jury means), "
+                   "not judges called by this app.")
+        return
+    done = min(current.calls_done, planned)
+    st.progress(done / planned if planned else 0.0, text=f"{status}: {current.calls_done} of {planned} verdicts")
+    c = st.columns(4)
+    c[0].metric("Verdicts", current.calls_done)
+    c[1].metric("Failed", current.calls_failed)
+    c[2].metric("Tokens", f"{current.prompt_tokens + current.completion_tokens:,}")
+    c[3].metric("Cost", f"${current.cost_usd:.4f}")
+    if state.get("unpriced"):
+        st.caption(f"No price known for {', '.join(state['unpriced'])}: counted as $0.")
+    error = state.get("error") or background.background_error(run_id)
+    if error:
+        st.error("The run stopped with an error:")
+        st.text(error)  # it may quote a server's answer: drawn as text
+    if status in ACTIVE_STATUSES:
+        if st.button("Stop", key="stop_run", disabled=status == "stopping"):
+            background.stop_run(eng, run_id)
+            st.rerun()
+    elif active:
+        st.rerun()  # it just ended: redraw the whole page with its results
+    else:
+        resume = current.calls_done < planned and st.button(
+            "Resume", key="resume_run", help="Carry on where it stopped; nothing done is asked again.")
+        retry = current.calls_failed > 0 and st.button(
+            "Ask again where a verdict failed", key="retry_failed",
+            help="Calls the judges again for the failed verdicts only; the old answers are replaced.")
+        if resume or retry:
+            try:
+                stored = JuryConfig.from_dict(current.config, rubric)
+                st.session_state["jury_run"] = background.start_in_background(
+                    eng, study.name, stored, retry_failed=bool(retry), actor=who)
+            except MedhelmError as exc:
+                st.error(str(exc))
+            else:
+                st.rerun()
+
+
+progress()
+
+st.subheader("Results")
+with Session(eng) as session:
+    items = item_jury_scores(session, run_id)
+    means = criterion_means(session, run_id)
+    verdicts = verdict_scores_frame(session, run_id)
+judged = items["jury_score"].notna().sum()
+st.caption(f"{judged} of {len(items)} items have a jury score (the mean over surviving judges and criteria); "
+           f"{int(items['n_failed'].sum())} failed verdicts are kept and never counted.")
+st.dataframe(items, hide_index=True, width="stretch")
+if verdicts.empty:
+    st.stop()
+choices = {f"{r.benchmark} / {r.instance_id} / {r.model}": r.item_id for r in items.itertuples()}
+item_id = choices[st.selectbox("Item", list(choices))]
+mine = verdicts[verdicts["item_id"] == item_id]
+for criterion in rubric.criterion_names:
+    row = means[(means["item_id"] == item_id) & (means["criterion"] == criterion)]
+    mean = (f"jury mean {row['score'].iloc[0]:.2f} over {int(row['n_judges'].iloc[0])} judges" if len(row)
+            else "no jury score (no surviving judge)")
+    st.markdown(f"**{rubric.criterion(criterion).label}**: {mean}")
+    for verdict in mine[mine["criterion"] == criterion].itertuples():
+        # Judges' text is drawn with st.text: nothing in it can render as markdown or HTML.
+        st.text(f"{verdict.judge}: {verdict.score:g}. {verdict.explanation}")
+failed = mine[mine["status"] != "ok"]
+if not failed.empty:
+    st.markdown(f"**Failed verdicts** ({len(failed)}, not counted)")
+    for verdict in failed.itertuples():
+        st.text(f"{verdict.judge}: {verdict.error}")
+        st.code(verdict.raw_response or "(no answer)", language=None)

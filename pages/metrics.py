@@ -1,0 +1,115 @@
+"""Metrics: compute ROUGE-L, ROUGE-Lsum and BERTScore for a study, then read the scores (researchers, admins).
+
+Scores are stored batch by batch, so leaving the page mid-run keeps what was done and pressing the button
+again continues. Only ids and scores are drawn here, never model text.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy import func, or_
+from sqlmodel import Session, select
+
+from medhelm_core.errors import MedhelmError
+from medhelm_core.metrics import Progress, compute_metrics, metric_scores_frame, metric_settings_frame, metric_specs
+from medhelm_core.models import Item
+from medhelm_core.studies import list_studies
+from pages.common import engine, require_role
+
+require_role("admin", "researcher")
+st.title("Metrics")
+st.caption(
+    "ROUGE-L and ROUGE-Lsum (equal to Google's rouge-score) and BERTScore (the bert-score package, on a model "
+    "installed on the server, without baseline rescaling) of each output against its reference. "
+    "Nothing is downloaded."
+)
+
+with Session(engine()) as session:
+    studies = {s.name: s for s in list_studies(session)}
+if not studies:
+    st.info("No studies yet: import items on the Data page.")
+    st.stop()
+chosen = st.selectbox("Study", list(studies))
+study = studies[chosen]
+
+with st.form("compute"):
+    left, right = st.columns(2)
+    with left:
+        want_rouge = st.checkbox("ROUGE-L and ROUGE-Lsum", value=True)
+        stemmer = st.checkbox("Porter stemmer (as HELM)", value=True)
+    with right:
+        want_bert = st.checkbox("BERTScore", value=True)
+        model = st.text_input("BERTScore model folder on the server", placeholder="bundled all-MiniLM-L6-v2")
+        layer = st.number_input("Layer", min_value=0, max_value=200, value=None, step=1,
+                                placeholder="6 for the bundled model; required for another model")
+        idf = st.checkbox("idf weighting over the study's references")
+    go = st.form_submit_button("Compute metrics", type="primary")
+
+if go:
+    bar = st.progress(0.0, text="Starting (loading BERTScore's model takes a few seconds)")
+
+    def show(progress: Progress) -> None:
+        share = progress.done / progress.total if progress.total else 1.0
+        bar.progress(share, text=f"{progress.family}: {progress.done} of {progress.total} items")
+
+    try:
+        specs = metric_specs(rouge_l=want_rouge, bertscore=want_bert, use_stemmer=stemmer,
+                             model=model.strip() or None, layer=None if layer is None else int(layer), idf=idf)
+        if not specs:
+            raise MedhelmError("choose at least one metric")
+        report = compute_metrics(engine(), chosen, specs, progress=show)
+    except MedhelmError as exc:
+        bar.empty()
+        st.error(str(exc))
+    else:
+        bar.progress(1.0, text="Done")
+        done = "; ".join(f"{m.description}: {m.scored} scored, {m.already_done} already done" for m in report.metrics)
+        st.success(f"{done}. Items without a reference (skipped): {report.without_reference}.")
+
+with Session(engine()) as session:
+    n_items = session.exec(select(func.count()).select_from(Item).where(Item.study_id == study.id)).one()
+    no_reference = session.exec(
+        select(func.count()).select_from(Item).where(
+            Item.study_id == study.id, or_(Item.reference_text.is_(None), func.trim(Item.reference_text) == "")
+        )
+    ).one()
+    scores = metric_scores_frame(session, study)
+st.caption(f"{n_items} items in the study, {no_reference} without a reference (they cannot be scored).")
+if scores.empty:
+    st.info("No metric scores for this study yet.")
+    st.stop()
+
+# Each metric may have been computed with several settings (stemmer off, another model); show one each.
+variants = metric_settings_frame(scores)
+shown: list[str] = []
+for family, group in variants.groupby("family", sort=False):
+    labels = {
+        f"{row.settings_hash[:8]}: {row.items} items, {row.last_computed:%Y-%m-%d %H:%M} "
+        + ", ".join(f"{k}={v}" for k, v in row.settings.items() if k != "family"): row.settings_hash
+        for row in group.itertuples()
+    }
+    pick = st.selectbox(f"{family} settings", list(labels), key=f"settings_{family}") if len(labels) > 1 else None
+    shown.append(labels[pick] if pick else next(iter(labels.values())))
+
+table = (
+    scores[scores["settings_hash"].isin(shown)]
+    .pivot_table(index=["item_id", "benchmark", "instance_id", "model"], columns="metric", values="value")
+    .reset_index()
+)
+table.columns.name = None
+metric_columns = [c for c in table.columns if c not in ("item_id", "benchmark", "instance_id", "model")]
+
+st.subheader("Summary")
+summary = pd.concat(
+    {
+        "all": table[metric_columns].agg(["count", "mean", "std"]).T,
+        **{b: g[metric_columns].agg(["count", "mean", "std"]).T for b, g in table.groupby("benchmark")},
+    },
+    names=["benchmark", "metric"],
+).reset_index()
+st.dataframe(summary, hide_index=True)
+
+st.subheader(f"Per item ({len(table)} scored)")
+st.dataframe(table, hide_index=True)
+st.download_button("Download CSV", table.to_csv(index=False), file_name=f"{chosen}-metrics.csv", mime="text/csv")
