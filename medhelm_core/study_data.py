@@ -103,9 +103,17 @@ def verdicts_frame(session: Session, study: Study) -> pd.DataFrame:
 def jury_long_frame(session: Session, study: Study, jury_run_id: int | None = None) -> pd.DataFrame:
     """Jury means per item and criterion (``rater_kind='jury'``), over surviving judges only.
 
-    Uses the given run, else the study's latest run. Adds ``n_judges``: how many judges the mean rests on.
+    Uses the given run, else the study's newest run with any surviving verdict. Adds ``n_judges``: how
+    many judges the mean rests on.
     """
-    query = select(JuryRun).where(JuryRun.study_id == study.id).order_by(JuryRun.id.desc())
+    # Default: the newest run that has any surviving verdict (a run that failed or has not started yet
+    # would otherwise hide the last usable jury).
+    with_verdicts = select(JudgeVerdict.jury_run_id).where(JudgeVerdict.status == "ok")
+    query = (
+        select(JuryRun)
+        .where(JuryRun.study_id == study.id, JuryRun.id.in_(with_verdicts))
+        .order_by(JuryRun.id.desc())
+    )
     run = session.get(JuryRun, jury_run_id) if jury_run_id else session.exec(query).first()
     if run is None:
         return pd.DataFrame(columns=[*LONG_COLUMNS, "n_judges"])
@@ -135,7 +143,9 @@ def jury_long_frame(session: Session, study: Study, jury_run_id: int | None = No
 AGREEMENT_METRICS = ("rougeL_f", "rougeLsum_f", "bertscore_f1")
 
 
-def metrics_long_frame(session: Session, study: Study, metrics: tuple[str, ...] = AGREEMENT_METRICS) -> pd.DataFrame:
+def metrics_long_frame(
+    session: Session, study: Study, metrics: tuple[str, ...] = AGREEMENT_METRICS
+) -> pd.DataFrame:
     """Metric scores as raters (``rater_kind='metric'``, ``rater_id`` the metric name, one score per item).
 
     A study can hold the same metric computed with several settings (stemmer on and off, another BERT

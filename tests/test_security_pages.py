@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
-from conftest import REPO
 from medhelm_core import auth
 from medhelm_core.db import transaction
 from medhelm_core.demo import seed_demo

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run the CLI, turning our own errors into one stderr line and an exit code."""
     command = typer.main.get_command(app)
     try:
-        command.main(args=argv, prog_name="medhelm", standalone_mode=False)
+        returned = command.main(args=argv, prog_name="medhelm", standalone_mode=False)
     except _EXIT as exc:
         sys.exit(exc.exit_code)
     except _USAGE as exc:
@@ -57,4 +57,5 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         sys.exit(130)
-    sys.exit(0)
+    # Typer returns an exit code instead of raising in some cases (130 after Ctrl-C in a command).
+    sys.exit(returned if isinstance(returned, int) and not isinstance(returned, bool) else 0)
