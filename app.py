@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.common import current_user, sign_in, sign_out
+from pages.common import current_user, sign_in, sign_in_with_identity_provider, sign_out, sso_configured
 
 st.set_page_config(page_title="MedHELM Calibrate", layout="wide")
 
@@ -25,6 +25,17 @@ def sign_in_form() -> None:
             st.error(refusal)
         else:
             st.rerun()
+    if sso_configured():
+        # Single sign-on through the organisation's identity provider (configured in secrets.toml [auth]).
+        if st.user.is_logged_in:
+            refusal = sign_in_with_identity_provider()
+            if refusal:
+                st.error(refusal)
+                st.button("Sign out of the identity provider", on_click=st.logout)
+            else:
+                st.rerun()
+        else:
+            st.button("Sign in with your organisation", on_click=st.login)
 
 
 who = current_user()

@@ -125,3 +125,34 @@ def sign_out(session: Session, token: str | None) -> None:
     if row is not None:
         row.revoked = True
         session.add(row)
+
+
+NO_EXTERNAL_ACCOUNT = (
+    "Your organisation account is not linked to an account here; ask an admin to add you "
+    "(username = your e-mail address)."
+)
+
+
+def sign_in_external(
+    session: Session, subject: str | None, email: str | None, now: datetime | None = None
+) -> SignInResult:
+    """Open a session for someone the identity provider (Streamlit's OIDC ``st.login``) vouched for.
+
+    Single sign-on proves who someone is, not what they may do here, so the person must already have an
+    active account: one whose ``meta["oidc_subject"]`` equals the provider's ``sub`` claim, or else whose
+    username is their e-mail address (case-insensitive). Their role comes from that account. Nobody is
+    created on the fly.
+    """
+    now = now or utcnow()
+    candidates = session.exec(select(User).where(User.is_active == True)).all()  # noqa: E712
+    user = None
+    if subject:
+        user = next((u for u in candidates if (u.meta or {}).get("oidc_subject") == subject), None)
+    if user is None and email:
+        user = next((u for u in candidates if u.username.lower() == email.strip().lower()), None)
+    if user is None:
+        return SignInResult(None, NO_EXTERNAL_ACCOUNT)
+    token = secrets.token_urlsafe(32)
+    session.add(AuthSession(token_hash=_hash(token), user_id=user.id, created_at=now,
+                            expires_at=now + SESSION_LIFETIME, last_seen_at=now))
+    return SignInResult(token)

@@ -48,11 +48,31 @@ def sign_in(username: str, password: str) -> str | None:
     return None
 
 
+def sso_configured() -> bool:
+    """True when .streamlit/secrets.toml has an [auth] section (Streamlit's OIDC sign-in)."""
+    try:
+        return "auth" in st.secrets
+    except Exception:  # no secrets file at all
+        return False
+
+
+def sign_in_with_identity_provider() -> str | None:
+    """After ``st.login`` came back: map the provider's identity to our account; None on success."""
+    with transaction(engine()) as session:
+        result = auth.sign_in_external(session, st.user.get("sub"), st.user.get("email"))
+    if result.token is None:
+        return result.message
+    st.session_state[TOKEN_KEY] = result.token
+    return None
+
+
 def sign_out() -> None:
     """Close the session on the server and forget its token."""
     token = st.session_state.pop(TOKEN_KEY, None)
     with transaction(engine()) as session:
         auth.sign_out(session, token)
+    if sso_configured() and st.user.is_logged_in:
+        st.logout()
 
 
 def current_user() -> Principal | None:
