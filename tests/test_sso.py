@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from conftest import REPO
 from sqlmodel import Session, select
 from streamlit.testing.v1 import AppTest
 
-from conftest import REPO
 from medhelm_core import auth
 from medhelm_core.db import transaction
 from medhelm_core.models import User
