@@ -51,6 +51,8 @@ else:
         pages.append(st.Page("pages/metrics.py", title="Metrics", icon=":material/functions:"))
         pages.append(st.Page("pages/jury.py", title="Jury", icon=":material/gavel:"))
         pages.append(st.Page("pages/agreement.py", title="Agreement", icon=":material/insights:"))
+    if who.role in ("adjudicator", "researcher", "admin"):
+        pages.append(st.Page("pages/adjudicate.py", title="Adjudicate", icon=":material/balance:"))
     with st.sidebar:
         st.text(f"Signed in as {who.display_name} ({who.role})")
         if st.button("Sign out"):

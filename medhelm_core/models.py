@@ -101,6 +101,9 @@ class Study(SQLModel, table=True):
     overlap: int = 2
     #: seed for the per-clinician randomised order, stored so an order can be reproduced
     order_seed: int = 0
+    #: items whose clinicians differ by at least this many points on a criterion go to adjudication
+    #: (None: adjudication is off)
+    adjudication_threshold: int | None = None
     created_at: datetime = _when()
 
 
@@ -207,6 +210,26 @@ class Rating(SQLModel, table=True):
     score: int
     submission_id: int = Field(foreign_key="ratingsubmission.id")
     updated_at: datetime = _when()
+
+
+class Adjudication(SQLModel, table=True):
+    """An adjudicator's score for one criterion of a disputed item, stored apart from the clinicians' raw
+    ratings (which it never changes). Every submission is a new revision; the highest revision of an
+    (item, criterion) is the current adjudicated score.
+    """
+
+    __table_args__ = (
+        UniqueConstraint("item_id", "criterion", "revision", name="uq_adjudication_revision"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int = Field(foreign_key="item.id", index=True, ondelete="CASCADE")
+    adjudicator_id: int = Field(foreign_key="user.id", index=True)
+    criterion: str = Field(max_length=100)
+    score: int
+    comment: str = _text()
+    revision: int = 1
+    created_at: datetime = _when()
 
 
 class JuryRun(SQLModel, table=True):

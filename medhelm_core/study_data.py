@@ -67,6 +67,7 @@ def rating_history_frame(session: Session, study: Study) -> pd.DataFrame:
                 **{f"score_{k}": v for k, v in s.scores.items()},
                 "comment": s.comment,
                 "flag": s.flag,
+                "elapsed_seconds": s.elapsed_seconds,
                 "submitted_at": s.submitted_at.isoformat(),
             }
             for s, name in rows

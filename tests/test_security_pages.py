@@ -25,6 +25,7 @@ ALLOWED = {
     "metrics.py": {"admin", "researcher"},
     "jury.py": {"admin", "researcher"},
     "agreement.py": {"admin", "researcher"},
+    "adjudicate.py": {"admin", "researcher", "adjudicator"},
 }
 
 
