@@ -47,3 +47,30 @@ def write_helm_run(suite: Path, benchmark: str, model: str, states: list[dict]) 
                     "metric_specs": [], "groups": [benchmark]})
     )
     return run
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_health(base_url: str, process, timeout: float = 60.0) -> None:  # noqa: ANN001 - a Popen
+    """Block until the Streamlit app at ``base_url`` answers ``/_stcore/health``, or raise if it died."""
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=2) as answer:
+                if answer.status == 200 and answer.read() == b"ok":
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            raise RuntimeError(f"the app at {base_url} did not answer on /_stcore/health")
+        time.sleep(0.5)

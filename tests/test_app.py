@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 from conftest import REPO
+from helpers import free_port, wait_for_health
 from streamlit.testing.v1 import AppTest
 
 from medhelm_core import auth
@@ -104,14 +102,8 @@ def test_the_data_page_shows_model_text_as_text(app_db):
     assert len(at.text) >= 2  # request and output, drawn with st.text (no markdown, no HTML)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_the_app_answers_on_its_health_endpoint(app_db, tmp_path):
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "MEDHELM_DATABASE_URL": str(app_db.url)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.port", str(port),
@@ -119,16 +111,7 @@ def test_the_app_answers_on_its_health_endpoint(app_db, tmp_path):
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=2) as r:
-                    assert r.status == 200 and r.read() == b"ok"
-                    break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.5)
+        wait_for_health(f"http://localhost:{port}", proc)
     finally:
         proc.terminate()
         proc.wait(timeout=20)
@@ -136,7 +119,7 @@ def test_the_app_answers_on_its_health_endpoint(app_db, tmp_path):
 
 def test_medhelm_demo_seeds_prints_accounts_and_serves_the_app(tmp_path):
     """The README's first Quickstart command, end to end: seed, print the accounts, answer on /_stcore/health."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "MEDHELM_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}"}
     proc = subprocess.Popen([sys.executable, "-m", "medhelm_core", "demo", "--port", str(port)], cwd=tmp_path,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -148,16 +131,7 @@ def test_medhelm_demo_seeds_prints_accounts_and_serves_the_app(tmp_path):
                 break
         text = "".join(printed)
         assert "clinician1" in text and "password: clinician1-demo" in text and "study demo: 48 items" in text
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=2) as r:
-                    assert r.read() == b"ok"
-                    break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.5)
+        wait_for_health(f"http://localhost:{port}", proc)
     finally:
         proc.terminate()
         proc.wait(timeout=20)

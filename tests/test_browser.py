@@ -10,15 +10,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from conftest import REPO
+from helpers import free_port, wait_for_health
 from sqlmodel import Session, select
 
 from medhelm_core.db import make_engine, transaction
@@ -29,12 +27,6 @@ pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 HOSTILE = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
 SHOTS = Path(os.environ.get("MEDHELM_SCREENSHOTS", "")) if os.environ.get("MEDHELM_SCREENSHOTS") else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +46,7 @@ def served(tmp_path_factory):
         item = s.get(Item, first.item_id)
         item.output_text = f"Take 500 mg twice daily. {HOSTILE} **not bold**"
         s.add(item)
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.port", str(port),
          "--server.headless", "true", "--browser.gatherUsageStats", "false"],
@@ -62,16 +54,11 @@ def served(tmp_path_factory):
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     base = f"http://localhost:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{base}/_stcore/health", timeout=2).read()
-            break
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                raise
-            time.sleep(0.5)
+    try:
+        wait_for_health(base, proc)
+    except RuntimeError:
+        proc.kill()
+        raise
     yield base, engine, first.item_id
     proc.terminate()
     proc.wait(timeout=20)
