@@ -101,21 +101,24 @@ def verdicts_frame(session: Session, study: Study) -> pd.DataFrame:
     )
 
 
+def default_jury_run(session: Session, study: Study) -> JuryRun | None:
+    """The jury run agreement uses by default: the newest with any surviving verdict (a run that failed or
+    has not started would otherwise hide the last usable jury)."""
+    with_verdicts = select(JudgeVerdict.jury_run_id).where(JudgeVerdict.status == "ok")
+    return session.exec(
+        select(JuryRun)
+        .where(JuryRun.study_id == study.id, JuryRun.id.in_(with_verdicts))
+        .order_by(JuryRun.id.desc())
+    ).first()
+
+
 def jury_long_frame(session: Session, study: Study, jury_run_id: int | None = None) -> pd.DataFrame:
     """Jury means per item and criterion (``rater_kind='jury'``), over surviving judges only.
 
     Uses the given run, else the study's newest run with any surviving verdict. Adds ``n_judges``: how
     many judges the mean rests on.
     """
-    # Default: the newest run that has any surviving verdict (a run that failed or has not started yet
-    # would otherwise hide the last usable jury).
-    with_verdicts = select(JudgeVerdict.jury_run_id).where(JudgeVerdict.status == "ok")
-    query = (
-        select(JuryRun)
-        .where(JuryRun.study_id == study.id, JuryRun.id.in_(with_verdicts))
-        .order_by(JuryRun.id.desc())
-    )
-    run = session.get(JuryRun, jury_run_id) if jury_run_id else session.exec(query).first()
+    run = session.get(JuryRun, jury_run_id) if jury_run_id else default_jury_run(session, study)
     if run is None:
         return pd.DataFrame(columns=[*LONG_COLUMNS, "n_judges"])
     rows = session.exec(

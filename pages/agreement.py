@@ -24,6 +24,7 @@ from medhelm_core.dashboard import (
     clinician_leniency,
     compute_agreement,
     data_version,
+    default_jury_run,
     distribution_chart,
     filter_long,
     headline_table,
@@ -56,6 +57,14 @@ URL = eng.url.render_as_string(hide_password=False)
 def load(url: str, study_id: int, run_id: int | None, version: tuple) -> DashboardData:
     with Session(eng) as session:
         return load_dashboard_data(session, session.get(Study, study_id), run_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def summary(url: str, study_id: int, run_id: int | None, version: tuple) -> dict:
+    # What the filters and labels need, kept apart from the scores so a warm run never unpickles those.
+    data = load(url, study_id, run_id, version)
+    return {"benchmarks": sorted(data.items["benchmark"].unique()), "models": sorted(data.items["model"].unique()),
+            "criteria": data.criteria, "scale": data.scale, "jury_run": data.jury_run}
 
 
 @st.cache_data(show_spinner="Computing agreement (kept until the ratings change)...", max_entries=32)
@@ -94,6 +103,7 @@ if not studies:
 study = studies[st.selectbox("Study", list(studies), key="agreement_study")]
 with Session(eng) as session:
     runs = jury_runs(session, study)
+    default_run = default_jury_run(session, runs)
     version = data_version(session, study)
 
 with st.sidebar:
@@ -101,30 +111,33 @@ with st.sidebar:
     run_id = None
     if len(runs) > 1:
         labels = {f"{r.id}: {r.name}" + (" (recorded)" if r.source == "recorded" else ""): r.id for r in runs}
-        run_id = labels[st.selectbox("Jury run", list(labels), help="Default: the latest run.")]
-    protocol = st.radio("Protocol", ["medhelm", "full"], horizontal=True,
+        run_id = labels[st.selectbox("Jury run", list(labels), index=runs.index(default_run), key="agreement_run",
+                                     help="Default: the newest run with verdicts.")]
+    protocol = st.radio("Protocol", ["medhelm", "full"], horizontal=True, key="agreement_protocol",
                         help="medhelm: the paper's ICC(3,k) on z-scores with F intervals. full: every ICC form, "
                              "bootstrap intervals and all-clinician designs (slower).")
-data = load(URL, study.id, run_id, version)
-run_id = data.jury_run.id if data.jury_run else None
+run_key = run_id  # None means the latest run; the caches are keyed on the choice, not on what it resolves to
+facts = summary(URL, study.id, run_key, version)
+jury_run = facts["jury_run"]
+run_id = jury_run.id if jury_run else None
 with st.sidebar:
-    benchmarks = tuple(st.multiselect("Benchmarks (pooled over the chosen)", sorted(data.items["benchmark"].unique()),
-                                      placeholder="all benchmarks"))
-    models = tuple(st.multiselect("Models", sorted(data.items["model"].unique()), placeholder="all models"))
-    criterion_choice = st.selectbox("Criterion", ["all", COMPOSITE, *data.criteria],
+    benchmarks = tuple(st.multiselect("Benchmarks (pooled over the chosen)", facts["benchmarks"],
+                                      placeholder="all benchmarks", key="agreement_benchmarks"))
+    models = tuple(st.multiselect("Models", facts["models"], placeholder="all models", key="agreement_models"))
+    criterion_choice = st.selectbox("Criterion", ["all", COMPOSITE, *facts["criteria"]], key="agreement_criterion",
                                     help="Rows of the table; the charts use the composite when 'all'.")
 criterion = COMPOSITE if criterion_choice == "all" else criterion_choice
 
-if data.jury_run is None:
+if jury_run is None:
     st.caption("This study has no jury run yet.")
-elif data.jury_run.recorded:
-    st.warning(f"Recorded jury scores: {data.jury_run.name} was imported from elsewhere (such as MedHELM's "
+elif jury_run.recorded:
+    st.warning(f"Recorded jury scores: {jury_run.name} was imported from elsewhere (such as MedHELM's "
                "published jury means); no judges were called by this app.")
 else:
-    st.caption(data.jury_run.label)
+    st.caption(jury_run.label)
 
 try:
-    table = agreement(URL, study.id, run_id, version, protocol, benchmarks, models)
+    table = agreement(URL, study.id, run_key, version, protocol, benchmarks, models)
 except NotEnoughRatingsError as exc:
     st.info(str(exc))
     st.stop()
@@ -136,7 +149,7 @@ headline = headline_table(table, protocol)
 shown = headline if criterion_choice == "all" else headline[headline["criterion"] == criterion]
 st.subheader("Headline agreement")
 cards = headline[(headline["benchmark"] == POOLED) & (headline["criterion"] == criterion)]
-for column, row in zip(st.columns(len(cards)), cards.itertuples(), strict=True):
+for column, row in zip(st.columns(max(1, len(cards))), cards.itertuples(), strict=False):
     with column:
         st.metric(row.comparison, "n/a" if pd.isna(row.icc) else f"{row.icc:.3f}")
         st.caption(f"95% CI {interval(row.ci_low, row.ci_high)} · n = {row.n_items}" if row.n_items else row.note)
@@ -162,20 +175,33 @@ st.caption(f"ICC(3,k) with the mean clinician, each side z-scored within itself 
 headline_chart = icc_chart(headline, criterion)
 st.altair_chart(headline_chart, width="stretch", height=height_of(headline_chart))
 
-v = views(URL, study.id, run_id, version, benchmarks, models, criterion)
-picked: list[str] = []
+def newest_pick(sources: dict[str, list[str]]) -> str:
+    """The item asked for last: a click, a row or a typed id, whichever changed in this run (else the last one)."""
+    # Kept per study, so an item picked in one study is not looked for in the next.
+    seen = st.session_state.setdefault(f"agreement_seen_{study.id}", {})
+    chosen = st.session_state.get(f"agreement_chosen_{study.id}", "")
+    for name, picks in sources.items():
+        if seen.get(name) != picks:
+            seen[name] = picks
+            chosen = picks[-1] if picks else chosen
+    st.session_state[f"agreement_chosen_{study.id}"] = chosen
+    return chosen
+
+
+v = views(URL, study.id, run_key, version, benchmarks, models, criterion)
+picked: dict[str, list[str]] = {}
 if v["means"]["jury"].notna().any():
     st.subheader("Jury and clinicians per item")
     left, right = st.columns(2)
     with left:
-        scatter = st.altair_chart(scatter_chart(v["means"], data.scale), on_select="rerun", key="agreement_scatter")
+        scatter = st.altair_chart(scatter_chart(v["means"], facts["scale"]), on_select="rerun", key="agreement_scatter")
     with right:
         ba = st.altair_chart(bland_altman_chart(v["means"], v["limits"]), on_select="rerun", key="agreement_ba")
     lim = v["limits"]
     st.caption(f"Bias {lim['bias']:+.2f}, 95% limits of agreement {lim['loa_low']:+.2f} to {lim['loa_high']:+.2f} "
                f"(n = {lim['n_items']}). Click a point to open its item below.")
-    for event in (scatter, ba):
-        picked += [str(p["item_id"]) for p in event.selection.get(ITEM_SELECTION, []) if "item_id" in p]
+    for name, event in (("scatter", scatter), ("bland_altman", ba)):
+        picked[name] = [str(p["item_id"]) for p in event.selection.get(ITEM_SELECTION, []) if "item_id" in p]
 
 judges = judge_table(table, protocol)
 st.subheader("Per-judge agreement")
@@ -193,7 +219,7 @@ else:
     st.dataframe(leniency_display(v["leniency"]), hide_index=True)
 
 st.subheader("Distribution of scores")
-st.altair_chart(distribution_chart(v["distribution"], data.criteria), width="content")
+st.altair_chart(distribution_chart(v["distribution"], facts["criteria"]), width="content")
 
 st.subheader("Items")
 if not v["disagreements"].empty:
@@ -202,9 +228,10 @@ if not v["disagreements"].empty:
                         key="agreement_disagreements",
                         column_config={c: st.column_config.NumberColumn(format="%.2f")
                                        for c in ("clinician_mean", "jury", "difference")})
-    picked += [str(v["disagreements"].iloc[i]["item_id"]) for i in rows.selection.rows]
-typed = st.text_input("Open an item by id", key="agreement_item_id", placeholder="item id, e.g. 42")
-chosen = picked[-1] if picked else typed.strip()
+    picked["table"] = [str(v["disagreements"].iloc[i]["item_id"]) for i in rows.selection.rows]
+typed = st.text_input("Open an item by id", key="agreement_item_id", placeholder="item id, e.g. 42").strip()
+picked["typed"] = [typed] if typed else []
+chosen = newest_pick(picked)
 if chosen:
     try:
         with Session(eng) as session:
@@ -248,6 +275,7 @@ options = ReportOptions(protocol=protocol, benchmarks=benchmarks, models=models,
 
 def build_report() -> bytes:
     with tempfile.TemporaryDirectory() as tmp, Session(eng) as session:
+        data = load(URL, study.id, run_key, version)
         write_report(session, session.get(Study, study.id), Path(tmp), options, data=data, agreement=table)
         return zip_folder(Path(tmp))
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,17 +23,12 @@ from medhelm_core.demo import seed_demo
 from medhelm_core.models import Assignment, Item, RatingSubmission, User
 
 pytestmark = pytest.mark.browser
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 HOSTILE = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
 SHOTS = Path(os.environ.get("MEDHELM_SCREENSHOTS", "")) if os.environ.get("MEDHELM_SCREENSHOTS") else None
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed; .ci/run installs it")
-        pytest.skip("chromium not installed (apt-get install chromium)")
+def served(tmp_path_factory, browser):
     db = tmp_path_factory.mktemp("browser") / "app.db"
     url = f"sqlite:///{db}"
     engine = make_engine(url)
@@ -63,20 +57,6 @@ def served(tmp_path_factory):
     proc.terminate()
     proc.wait(timeout=20)
     engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )
-        yield chromium
-        chromium.close()
 
 
 def sign_in(page, base, username, password):

@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 from streamlit.testing.v1 import AppTest
 
 from medhelm_core import auth
-from medhelm_core.dashboard import headline_table
+from medhelm_core.dashboard import compute_agreement, headline_table
 from medhelm_core.db import make_engine, transaction
 from medhelm_core.demo import DEMO_STUDY, MEDHELM_STUDY
 from medhelm_core.models import Item, User
@@ -69,6 +69,22 @@ def test_the_page_shows_the_engines_headline_first_then_the_charts(rated_url):
     assert at.get("download_button")
 
 
+def test_the_protocol_model_and_criterion_filters_change_the_figures(rated_url):
+    data, _ = rated_figures()
+    model = sorted(data.items["model"].unique())[0]
+    expected = headline_table(compute_agreement(data.long, "full", models=[model]), "full")
+    pooled = expected.query("benchmark == 'pooled' and criterion == 'accuracy'").set_index("comparison")
+    at = open_page(rated_url)
+    at.radio(key="agreement_protocol").set_value("full")
+    at.multiselect(key="agreement_models").set_value([model])
+    at.selectbox(key="agreement_criterion").set_value("accuracy")
+    at.run()
+    assert not at.exception
+    assert cards(at) == {c: f"{pooled.loc[c, 'icc']:.3f}" for c in pooled.index}
+    assert set(at.dataframe[0].value["criterion"]) == {"accuracy"}
+    assert any("bootstrap (BCa, items resampled)" in c.value for c in at.caption)
+
+
 def test_a_study_without_ratings_says_not_enough_ratings_yet(monkeypatch):
     url = f"sqlite:///{rated_database('seeded')}"
     monkeypatch.setenv("MEDHELM_DATABASE_URL", url)
@@ -87,7 +103,7 @@ def test_medhelm_validation_shows_0474_and_labels_the_jury_as_recorded(monkeypat
     at = open_page(url)
     at.selectbox(key="agreement_study").set_value(MEDHELM_STUDY).run()
     assert any("Recorded jury scores" in w.value for w in at.warning)
-    at.sidebar.multiselect[0].set_value(["aci_bench", "medi_qa"]).run()
+    at.multiselect(key="agreement_benchmarks").set_value(["aci_bench", "medi_qa"]).run()
     assert not at.exception
     assert cards(at)["jury-clinician"] == "0.474"
     assert any("95% CI 0.10 to 0.69 · n = 56" == c.value for c in at.caption)

@@ -33,11 +33,11 @@ from medhelm_core.dashboard import (
 from medhelm_core.db import make_engine
 from medhelm_core.demo import DEMO_STUDY, MEDHELM_STUDY
 from medhelm_core.errors import NotFoundError
-from medhelm_core.models import Item, MetricScore, User, utcnow
+from medhelm_core.models import Item, JuryRun, MetricScore, User, utcnow
 from medhelm_core.ratings import record_rating
 from medhelm_core.rubric import rubric_spec
 from medhelm_core.studies import get_study
-from medhelm_core.study_data import jury_long_frame, scores_long_frame
+from medhelm_core.study_data import jury_long_frame, metrics_long_frame, scores_long_frame
 
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword")
 
@@ -136,6 +136,14 @@ def test_the_data_version_changes_when_a_rating_is_revised(rated):
         data = load_dashboard_data(s, study)
         assert data.metric_settings["rougeL_f"]["settings_hash"] == "r2"
         assert (data.long["rater_id"] == "rougeL_f").sum() == 1
+        key = ["item_id", "rater_id"]
+        mine = data.long[data.long["rater_kind"] == "metric"].sort_values(key).reset_index(drop=True)
+        theirs = metrics_long_frame(s, study).astype({"item_id": str}).sort_values(key).reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine, theirs[mine.columns], check_dtype=False)
+        # A newer run that has no surviving verdict yet does not hide the last usable jury.
+        s.add(JuryRun(study_id=study.id, name="just started", source="litellm", config={}, status="pending"))
+        s.flush()
+        assert load_dashboard_data(s, study).jury_run.id == facts["run_id"]
 
 
 def test_item_means_and_bland_altman_are_on_the_rating_scale(rated):

@@ -87,10 +87,14 @@ def most_shared_pair(items_by_rater: pd.DataFrame) -> tuple[str, str, int, int] 
     >>> most_shared_pair(d)
     ('a', 'b', 2, 0)
     """
-    counts = pd.crosstab(items_by_rater["rater_id"], items_by_rater["item_id"]).clip(upper=1)
-    if counts.shape[0] < 2:
+    # An indicator matrix from factorised codes: the same sorted rater order as a crosstab, without the
+    # crosstab's cost (it dominated the Agreement page on a 20,000-item study).
+    rater_codes, raters = pd.factorize(items_by_rater["rater_id"], sort=True)
+    item_codes, items = pd.factorize(items_by_rater["item_id"], sort=True)
+    if len(raters) < 2:
         return None
-    m = counts.to_numpy()
+    m = np.zeros((len(raters), len(items)), dtype=np.int64)
+    m[rater_codes, item_codes] = 1
     overlap = m @ m.T
     # A rater shares all their items with themselves; only pairs count.
     overlap[np.tril_indices_from(overlap)] = 0
@@ -99,7 +103,7 @@ def most_shared_pair(items_by_rater: pd.DataFrame) -> tuple[str, str, int, int] 
         return None
     i, j = np.unravel_index(int(overlap.argmax()), overlap.shape)
     ties = int((overlap == best).sum()) - 1
-    return str(counts.index[i]), str(counts.index[j]), best, ties
+    return str(raters[i]), str(raters[j]), best, ties
 
 
 def _correlation(kind: str, x: NDArray[np.float64], y: NDArray[np.float64]) -> float:

@@ -63,9 +63,12 @@ def aligned(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequen
 
 def _jury_run_label(session: Session, study: Study, jury_run_id: int | None) -> str:
     """Which jury run the table uses; a run id that is not this study's is an error, not an empty jury."""
+    from medhelm_core.study_data import default_jury_run
+
     runs = session.exec(select(JuryRun).where(JuryRun.study_id == study.id).order_by(JuryRun.id.desc())).all()
     if jury_run_id is None:
-        return f"jury run {runs[0].id} ({runs[0].name}; {runs[0].source}; latest)" if runs else "no jury run"
+        run = default_jury_run(session, study)
+        return f"jury run {run.id} ({run.name}; {run.source}; newest with verdicts)" if run else "no jury run"
     for run in runs:
         if run.id == jury_run_id:
             return f"jury run {run.id} ({run.name}; {run.source})"
@@ -86,7 +89,7 @@ def agreement_cmd(
     criteria: list[str] = typer.Option(
         [], "--criterion", "-c", help="Criterion of the composite and of the rows (repeatable; default all)."
     ),
-    jury_run: int | None = typer.Option(None, "--jury-run", help="Jury run id (default: the study's latest)."),
+    jury_run: int | None = typer.Option(None, "--jury-run", help="Jury run id (default: the newest with verdicts)."),
     resamples: int = typer.Option(2000, "--resamples", help="Bootstrap resamples of the full protocol."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     as_json: bool = JsonOption,

@@ -26,9 +26,11 @@ from medhelm_core.dashboard.charts import (
 )
 from medhelm_core.dashboard.data import (
     HEADLINE_METRICS,
+    METRIC_LABELS,
     DashboardData,
     JuryRunInfo,
     data_version,
+    default_jury_run,
     judge_scores_frame,
     jury_runs,
     load_dashboard_data,
@@ -58,6 +60,7 @@ __all__ = [
     "HEADLINE_METRICS",
     "ITEM_SELECTION",
     "MAX_POINTS",
+    "METRIC_LABELS",
     "DashboardData",
     "ItemDetail",
     "JuryRunInfo",
@@ -67,6 +70,7 @@ __all__ = [
     "clinician_leniency",
     "compute_agreement",
     "data_version",
+    "default_jury_run",
     "display_comparison",
     "distribution_chart",
     "filter_long",

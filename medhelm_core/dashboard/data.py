@@ -26,10 +26,17 @@ from sqlmodel import Session, col, select
 from medhelm_core.errors import NotFoundError
 from medhelm_core.models import Item, JudgeVerdict, JuryRun, MetricScore, Rating, RatingSubmission, Study
 from medhelm_core.rubric import RubricSpec, rubric_spec
-from medhelm_core.study_data import LONG_COLUMNS, clinician_ratings_frame
+from medhelm_core.study_data import AGREEMENT_METRICS, LONG_COLUMNS, clinician_ratings_frame
 
 #: stored metric name -> the name the paper (and the headline table) uses
 HEADLINE_METRICS: dict[str, str] = {"rougeL_f": "ROUGE-L", "bertscore_f1": "BERTScore"}
+#: every metric set beside the clinicians (study_data's AGREEMENT_METRICS), with the name shown for it
+METRIC_LABELS: dict[str, str] = {
+    **{m: m for m in AGREEMENT_METRICS},
+    "rougeL_f": "ROUGE-L",
+    "rougeLsum_f": "ROUGE-Lsum",
+    "bertscore_f1": "BERTScore",
+}
 ITEM_COLUMNS = ["item_id", "benchmark", "instance_id", "model"]
 
 
@@ -129,8 +136,23 @@ def data_version(session: Session, study: Study) -> tuple[Any, ...]:
 
 
 def jury_runs(session: Session, study: Study) -> list[JuryRun]:
-    """The study's jury runs, the latest first (the default of the dashboard, as of ``medhelm agreement``)."""
+    """The study's jury runs, the latest first."""
     return list(session.exec(select(JuryRun).where(JuryRun.study_id == study.id).order_by(col(JuryRun.id).desc())))
+
+
+def default_jury_run(session: Session, runs: list[JuryRun]) -> JuryRun | None:
+    """The run the dashboard shows unless told otherwise, as :mod:`medhelm_core.study_data` picks it: the newest
+    with a surviving verdict (a failed or unstarted run would hide the last usable jury), else the newest."""
+    if not runs:
+        return None
+    usable = set(
+        session.exec(
+            select(JudgeVerdict.jury_run_id)
+            .where(JudgeVerdict.status == "ok", col(JudgeVerdict.jury_run_id).in_([r.id for r in runs]))
+            .distinct()
+        )
+    )
+    return next((r for r in runs if r.id in usable), runs[0])
 
 
 def _run_info(run: JuryRun, verdicts: pd.DataFrame) -> JuryRunInfo:
@@ -183,8 +205,9 @@ def _jury_and_judges(judged: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([jury, judges], ignore_index=True)
 
 
-def _headline_metrics(session: Session, study: Study) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
-    """ROUGE-L F and BERTScore F1, one settings variant each: the one computed most recently."""
+def _agreement_metrics(session: Session, study: Study) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
+    """The F-measures set beside clinicians, one settings variant each: the one computed most recently (the
+    rule of :func:`medhelm_core.study_data.metrics_long_frame`), with the settings used."""
     rows = session.exec(
         select(
             MetricScore.item_id,
@@ -194,7 +217,7 @@ def _headline_metrics(session: Session, study: Study) -> tuple[pd.DataFrame, dic
             MetricScore.computed_at,
         )
         .join(Item, Item.id == MetricScore.item_id)
-        .where(Item.study_id == study.id, col(MetricScore.metric).in_(list(HEADLINE_METRICS)))
+        .where(Item.study_id == study.id, col(MetricScore.metric).in_(list(AGREEMENT_METRICS)))
     ).all()
     scores = pd.DataFrame(rows, columns=["item_id", "metric", "value", "settings_hash", "computed_at"])
     if scores.empty:
@@ -222,7 +245,7 @@ def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None 
     study : Study
         The study.
     jury_run_id : int, optional
-        The jury run (default: the study's latest, as ``medhelm agreement`` does).
+        The jury run (default: the newest with a surviving verdict, as ``medhelm agreement`` uses).
 
     Returns
     -------
@@ -246,7 +269,7 @@ def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None 
     parts = [clinicians]
     info = None
     runs = jury_runs(session, study)
-    run = runs[0] if runs else None
+    run = default_jury_run(session, runs)
     if jury_run_id is not None:
         run = next((r for r in runs if r.id == jury_run_id), None)
         if run is None:
@@ -256,7 +279,7 @@ def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None 
         judged = judge_scores_frame(session, run.id)
         info = _run_info(run, judged)
         parts.append(_jury_and_judges(judged, items))
-    metric_scores, settings = _headline_metrics(session, study)
+    metric_scores, settings = _agreement_metrics(session, study)
     if not metric_scores.empty:
         metric_long = metric_scores.merge(items[["item_id", "benchmark", "model"]], on="item_id")
         parts.append(metric_long.assign(rater_kind="metric", criterion="composite")[LONG_COLUMNS])

@@ -21,7 +21,7 @@ from medhelm_core.agreement import (
     leave_one_clinician_out,
     rater_scores,
 )
-from medhelm_core.dashboard.data import HEADLINE_METRICS
+from medhelm_core.dashboard.data import HEADLINE_METRICS, METRIC_LABELS
 from medhelm_core.errors import MedhelmError
 
 JURY = "jury-clinician"
@@ -58,7 +58,7 @@ class NotEnoughRatingsError(MedhelmError):
 
 def display_comparison(name: str) -> str:
     """The engine's comparison name with stored metric names replaced by the paper's (``ROUGE-L-clinician``)."""
-    for metric, label in HEADLINE_METRICS.items():
+    for metric, label in METRIC_LABELS.items():
         if name == f"{metric}-clinician":
             return f"{label}-clinician"
     return name
