@@ -40,6 +40,7 @@ from medhelm_core.dashboard import (
     scatter_chart,
     score_distribution,
 )
+from medhelm_core.db import transaction
 from medhelm_core.errors import MedhelmError
 from medhelm_core.models import Study
 from medhelm_core.report import ReportOptions, write_report, zip_folder
@@ -47,7 +48,7 @@ from medhelm_core.report.content import agreement_display, interval, leniency_di
 from medhelm_core.studies import list_studies
 from pages.common import engine, require_role
 
-require_role("admin", "researcher")
+who = require_role("admin", "researcher")
 st.title("Agreement")
 eng = engine()
 URL = eng.url.render_as_string(hide_password=False)
@@ -274,9 +275,10 @@ options = ReportOptions(protocol=protocol, benchmarks=benchmarks, models=models,
 
 
 def build_report() -> bytes:
-    with tempfile.TemporaryDirectory() as tmp, Session(eng) as session:
+    with tempfile.TemporaryDirectory() as tmp, transaction(eng) as session:
         data = load(URL, study.id, run_key, version)
-        write_report(session, session.get(Study, study.id), Path(tmp), options, data=data, agreement=table)
+        write_report(session, session.get(Study, study.id), Path(tmp), options, data=data, agreement=table,
+                     actor=who)
         return zip_folder(Path(tmp))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 from sqlmodel import Session
 
+from medhelm_core.audit import record_event
 from medhelm_core.dashboard import DashboardData, load_dashboard_data
 from medhelm_core.models import Study
 from medhelm_core.report.bundle import MANIFEST, write_bundle
@@ -48,6 +49,7 @@ def write_report(
     *,
     data: DashboardData | None = None,
     agreement: pd.DataFrame | None = None,
+    actor: Any = "cli",
 ) -> ReportFiles:
     """Compute and write the whole report for ``study`` into ``out_dir`` (created if missing).
 
@@ -64,6 +66,8 @@ def write_report(
         everything, the latest jury run).
     data, agreement : optional
         What the Agreement page already loaded and computed for the same options, to avoid recomputing.
+    actor : optional
+        Who exported it, for the audit trail (the event is added to ``session``; the caller commits).
 
     Returns
     -------
@@ -91,6 +95,8 @@ def write_report(
     html_path, pdf_path = out_dir / HTML_NAME, out_dir / PDF_NAME
     _write_atomic(html_path, render_html(content, data_files).encode("utf-8"))
     _write_atomic(pdf_path, render_pdf(content))
+    record_event(session, "report.export", actor=actor, study_id=study.id, protocol=options.protocol,
+                 benchmarks=list(options.benchmarks or ()), folder=out_dir.name)
     pooled = content.headline[content.headline["benchmark"] == "pooled"]
     return ReportFiles(
         folder=out_dir,
