@@ -16,7 +16,7 @@ from medhelm_core.db import transaction
 from medhelm_core.errors import MedhelmError
 from medhelm_core.rating_queue import study_rubric
 from medhelm_core.studies import get_study, list_studies
-from pages.common import engine, require_role
+from pages.common import engine, require_role, show_item_texts
 
 who = require_role("adjudicator", "researcher", "admin")
 st.title("Adjudicate")
@@ -80,15 +80,7 @@ with Session(engine()) as session:
 
 left, right = st.columns([3, 2], gap="large")
 with left:
-    st.markdown("**Request**")
-    with st.container(height=240, border=True):
-        st.text(view.input_text)
-    st.markdown("**Response**")
-    with st.container(height=240, border=True):
-        st.text(view.output_text)
-    if view.reference_text is not None:
-        with st.expander("Reference answer", expanded=False):
-            st.text(view.reference_text)
+    show_item_texts(view.input_text, view.output_text, view.reference_text, height=240)
 
 with right:
     st.markdown("**The clinicians' ratings**")

@@ -97,3 +97,20 @@ def require_role(*roles: str) -> Principal:
         st.error("Your account cannot open this page.")
         st.stop()
     return who
+
+
+def show_item_texts(input_text: str, output_text: str, reference_text: str | None, *,
+                    output_label: str = "Response", height: int = 260) -> None:
+    """The request, the response and (folded) the reference, each as plain text in a scrolling box.
+
+    st.text draws characters, never markdown or HTML, so nothing a model wrote can render or run.
+    """
+    st.markdown("**Request**")
+    with st.container(height=height, border=True):
+        st.text(input_text)
+    st.markdown(f"**{output_label}**")
+    with st.container(height=height, border=True):
+        st.text(output_text)
+    if reference_text is not None:
+        with st.expander("Reference answer", expanded=False):
+            st.text(reference_text)

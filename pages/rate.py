@@ -17,7 +17,7 @@ from medhelm_core import rating_queue as rq
 from medhelm_core.db import transaction
 from medhelm_core.errors import DatabaseError, MedhelmError
 from medhelm_core.models import RatingFlag
-from pages.common import engine, require_role
+from pages.common import engine, require_role, show_item_texts
 
 FLAGS = {"": "No flag", **{f.value: f.value.replace("_", " ").capitalize() for f in RatingFlag}}
 
@@ -67,15 +67,7 @@ left, right = st.columns([3, 2], gap="large")
 with left:
     if not item.text_available:
         st.caption("The texts of this item were not imported (ids and scores only).")
-    st.markdown("**Request**")
-    with st.container(height=260, border=True):
-        st.text(item.input_text)
-    st.markdown("**Response to rate**")
-    with st.container(height=260, border=True):
-        st.text(item.output_text)
-    if item.reference_text is not None:
-        with st.expander("Reference answer", expanded=False):
-            st.text(item.reference_text)
+    show_item_texts(item.input_text, item.output_text, item.reference_text, output_label="Response to rate")
 
 with right:
     revision_tag = f"{item.item_id}_{item.revision}"

@@ -74,3 +74,28 @@ def wait_for_health(base_url: str, process, timeout: float = 60.0) -> None:  # n
         if time.monotonic() > deadline or process.poll() is not None:
             raise RuntimeError(f"the app at {base_url} did not answer on /_stcore/health")
         time.sleep(0.5)
+
+
+def start_app(repo, database_url: str):  # noqa: ANN001, ANN201 - a Path in, (base url, Popen) out
+    """Start ``streamlit run app.py`` on a free loopback port against ``database_url``; wait until healthy.
+
+    Returns ``(base_url, process)``; the caller terminates the process.
+    """
+    import os
+    import subprocess
+    import sys
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(repo / "app.py"), "--server.port", str(port),
+         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=repo, env={**os.environ, "MEDHELM_DATABASE_URL": database_url},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    base = f"http://localhost:{port}"
+    try:
+        wait_for_health(base, process)
+    except RuntimeError:
+        process.kill()
+        raise
+    return base, process

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import REPO
-from helpers import free_port, wait_for_health
+from helpers import start_app
 from sqlmodel import Session, select
 
 from medhelm_core.db import make_engine, transaction
@@ -40,19 +38,7 @@ def served(tmp_path_factory, browser):
         item = s.get(Item, first.item_id)
         item.output_text = f"Take 500 mg twice daily. {HOSTILE} **not bold**"
         s.add(item)
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.port", str(port),
-         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env={**os.environ, "MEDHELM_DATABASE_URL": url},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    base = f"http://localhost:{port}"
-    try:
-        wait_for_health(base, proc)
-    except RuntimeError:
-        proc.kill()
-        raise
+    base, proc = start_app(REPO, url)
     yield base, engine, first.item_id
     proc.terminate()
     proc.wait(timeout=20)
@@ -108,8 +94,9 @@ def test_clinician_rates_reloads_and_sees_the_rating_kept_and_hostile_text_inert
     page.get_by_text("1 of 32 done").first.wait_for(timeout=30_000)
     page.get_by_role("button", name="← Previous").click()
     page.get_by_role("button", name="Save revision").wait_for(timeout=30_000)
-    checked = page.locator("[role=radiogroup] input:checked")
-    assert checked.count() == 3
+    # Streamlit may still be finishing the rerun: wait for the three saved choices to be drawn.
+    page.wait_for_function("document.querySelectorAll('[role=radiogroup] input:checked').length === 3",
+                           timeout=30_000)
     values = json.loads(page.evaluate(
         "JSON.stringify(Array.from(document.querySelectorAll('[role=radiogroup] input:checked'))"
         ".map(e => e.closest('label').innerText.trim()))"

@@ -9,14 +9,12 @@ Screenshots go to $MEDHELM_SCREENSHOTS when it is set.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import REPO
 from dashboard_support import copy_of, rated_figures
-from helpers import free_port, wait_for_health
+from helpers import start_app
 from sqlmodel import Session
 
 from medhelm_core.db import make_engine
@@ -31,19 +29,7 @@ SHOTS = Path(os.environ["MEDHELM_SCREENSHOTS"]) if os.environ.get("MEDHELM_SCREE
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, browser):
     url = copy_of("rated", tmp_path_factory.mktemp("agreement-browser"))
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.port", str(port),
-         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env={**os.environ, "MEDHELM_DATABASE_URL": url},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    base = f"http://localhost:{port}"
-    try:
-        wait_for_health(base, proc)
-    except RuntimeError:
-        proc.kill()
-        raise
+    base, proc = start_app(REPO, url)
     yield base
     proc.terminate()
     proc.wait(timeout=20)
