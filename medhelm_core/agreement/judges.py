@@ -24,6 +24,7 @@ from scipy import stats
 from medhelm_core.agreement.contract import COMPOSITE, AgreementInputError, rater_scores, validate_long
 from medhelm_core.agreement.incomplete import loco_from_scores
 from medhelm_core.agreement.pairs import pair_agreement
+from medhelm_core.agreement.protocol import clinician_criteria
 
 ALL_JUDGES = "all judges"
 CLINICIAN_CEILING = "clinician ceiling"
@@ -262,14 +263,7 @@ def judge_subset_agreement(
             "there are no judge ratings (rater_kind 'judge', rater_id the judge model); "
             "pass each judge's verdicts, not only the jury mean"
         )
-    rubric = list(dict.fromkeys(clin["criterion"]))
-    if criteria is not None:
-        unknown = [c for c in criteria if c not in rubric]
-        if unknown:
-            raise AgreementInputError(
-                f"criterion/criteria {', '.join(unknown)} not rated by clinicians; known: {', '.join(rubric)}"
-            )
-        rubric = list(dict.fromkeys(criteria))
+    rubric = clinician_criteria(clin, criteria)
     if criterion != COMPOSITE and criterion not in rubric:
         raise AgreementInputError(f"criterion {criterion!r} not rated by clinicians; known: {', '.join(rubric)}")
     data = data[data["rater_kind"].isin(("clinician", "judge"))]

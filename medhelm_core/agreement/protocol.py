@@ -225,6 +225,20 @@ def _scope_rows(
     return rows
 
 
+def clinician_criteria(clin: pd.DataFrame, criteria: Sequence[str] | None = None) -> list[str]:
+    """The criteria to report: those the clinicians rated, in their rubric's order (accuracy, completeness,
+    clarity; not alphabetical), or the requested ones, each of which the clinicians must have rated."""
+    rubric = list(dict.fromkeys(clin["criterion"]))
+    if criteria is None:
+        return rubric
+    unknown = [c for c in criteria if c not in rubric]
+    if unknown:
+        raise AgreementInputError(
+            f"criterion/criteria {', '.join(unknown)} not rated by clinicians; known: {', '.join(rubric)}"
+        )
+    return list(dict.fromkeys(criteria))
+
+
 def agreement_table(
     long: pd.DataFrame,
     protocol: str = "medhelm",
@@ -302,15 +316,7 @@ def agreement_table(
     clin = data[data["rater_kind"] == "clinician"]
     if clin.empty:
         raise AgreementInputError("there are no clinician ratings to compare with")
-    # Keep the order the clinicians' rubric gives (accuracy, completeness, clarity), not alphabetical.
-    rubric = list(dict.fromkeys(clin["criterion"]))
-    if criteria is not None:
-        unknown = [c for c in criteria if c not in rubric]
-        if unknown:
-            raise AgreementInputError(
-                f"criterion/criteria {', '.join(unknown)} not rated by clinicians; known: {', '.join(rubric)}"
-            )
-        rubric = list(dict.fromkeys(criteria))
+    rubric = clinician_criteria(clin, criteria)
     scopes = [(b, data[data["benchmark"] == b]) for b in known] + [(POOLED, data)]
     rows: list[dict[str, object]] = []
     for bench, part in scopes:
