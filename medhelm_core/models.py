@@ -104,6 +104,14 @@ class Study(SQLModel, table=True):
     #: items whose clinicians differ by at least this many points on a criterion go to adjudication
     #: (None: adjudication is off)
     adjudication_threshold: int | None = None
+    #: a first rating submitted faster than this many seconds is flagged on the dashboards
+    speed_threshold_seconds: float = 20.0
+    #: share of each clinician's rated items shown to them again later, unannounced (0: no test-retest)
+    retest_share: float = 0.0
+    #: at least this many other unrated items come between a rated item and its repeat
+    retest_gap: int = 10
+    #: the study-size plan chosen when the study was designed (planning.PlanResult as plain data), if any
+    plan: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: datetime = _when()
 
 
@@ -159,15 +167,21 @@ class AuthSession(SQLModel, table=True):
 
 
 class Assignment(SQLModel, table=True):
-    """An item given to a clinician to rate; ``position`` is its place in that clinician's queue."""
+    """An item given to a clinician to rate; ``position`` is its place in that clinician's queue.
 
-    __table_args__ = (UniqueConstraint("item_id", "user_id", name="uq_assignment_item_user"),)
+    A clinician has at most one ordinary assignment of an item and, when the study runs test-retest, at
+    most one ``retest`` assignment of it: the same item shown again later in their queue, unannounced,
+    whose rating is kept apart (it never counts as a second rater).
+    """
+
+    __table_args__ = (UniqueConstraint("item_id", "user_id", "retest", name="uq_assignment_item_user"),)
 
     id: int | None = Field(default=None, primary_key=True)
     study_id: int = Field(foreign_key="study.id", index=True, ondelete="CASCADE")
     item_id: int = Field(foreign_key="item.id", index=True, ondelete="CASCADE")
     user_id: int = Field(foreign_key="user.id", index=True)
     position: int = 0
+    retest: bool = False
     created_at: datetime = _when()
 
 
@@ -179,7 +193,7 @@ class RatingSubmission(SQLModel, table=True):
     """
 
     __table_args__ = (
-        UniqueConstraint("item_id", "rater_id", "revision", name="uq_submission_revision"),
+        UniqueConstraint("item_id", "rater_id", "retest", "revision", name="uq_submission_revision"),
         Index("ix_submission_item_rater", "item_id", "rater_id"),
     )
 
@@ -193,6 +207,8 @@ class RatingSubmission(SQLModel, table=True):
     flag: str | None = Field(default=None, max_length=30)
     request_id: str | None = Field(default=None, max_length=100, unique=True)
     elapsed_seconds: float | None = None
+    #: a test-retest repeat: kept for intra-rater agreement, never a current rating (see Assignment)
+    retest: bool = False
     submitted_at: datetime = _when()
 
 
@@ -229,6 +245,42 @@ class Adjudication(SQLModel, table=True):
     score: int
     comment: str = _text()
     revision: int = 1
+    created_at: datetime = _when()
+
+
+class GoldRange(SQLModel, table=True):
+    """A gold item's expected score range on one criterion, set by the researchers (never shown to raters).
+
+    A clinician's score on a gold item is correct when it lies within ``low`` to ``high`` inclusive.
+    """
+
+    __table_args__ = (UniqueConstraint("item_id", "criterion", name="uq_gold_item_criterion"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int = Field(foreign_key="item.id", index=True, ondelete="CASCADE")
+    criterion: str = Field(max_length=100)
+    low: int
+    high: int
+    note: str = _text()
+    created_at: datetime = _when()
+
+
+class PromptTemplate(SQLModel, table=True):
+    """A judge prompt template, versioned: a stored version never changes, an edit is a new version.
+
+    ``text_hash`` (SHA-256 of the text) is what a jury run's config hash uses, so two versions with the
+    same text share their cached verdicts.
+    """
+
+    __table_args__ = (UniqueConstraint("name", "version", name="uq_prompt_template_name_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=200)
+    version: int = 1
+    text: str = _text()
+    text_hash: str = Field(max_length=64, index=True)
+    note: str = _text()
+    created_by: str = Field(default="system", max_length=150)
     created_at: datetime = _when()
 
 

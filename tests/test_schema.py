@@ -81,3 +81,36 @@ def test_times_are_stored_in_utc(engine):
         created = s.get(type(study), study.id).created_at
     assert current_revision(engine) == head_revision()
     assert created.utcoffset() is None or created.utcoffset().total_seconds() == 0
+
+
+def test_the_migrations_build_exactly_the_schema_the_models_describe(database_url):
+    # A column or key added to models.py without its migration (or the other way round) fails here.
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+    from sqlmodel import SQLModel
+
+    import medhelm_core.models  # noqa: F401 - registers every table on SQLModel.metadata
+
+    engine = make_engine(database_url)
+    upgrade_database(engine)
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"compare_type": False})
+        diff = compare_metadata(context, SQLModel.metadata)
+    engine.dispose()
+    assert diff == []
+
+
+def test_downgrade_to_the_previous_revision_and_back(database_url):
+    engine = make_engine(database_url)
+    upgrade_database(engine)
+    from alembic import command
+
+    from medhelm_core.schema import alembic_config
+
+    cfg = alembic_config(engine)
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "-1")
+    assert current_revision(engine) != head_revision()
+    assert upgrade_database(engine)[1] == head_revision()
+    engine.dispose()
