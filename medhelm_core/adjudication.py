@@ -27,8 +27,9 @@ from sqlmodel import Session, select
 from medhelm_core.audit import Actor, record_event
 from medhelm_core.auth import Principal
 from medhelm_core.errors import NotFoundError, ValidationError
-from medhelm_core.models import Adjudication, Item, Rating, RatingSubmission, Study, User
+from medhelm_core.models import Adjudication, Item, Rating, Study, User
 from medhelm_core.rating_queue import AccessDenied, study_rubric
+from medhelm_core.ratings import latest_submission
 
 #: who may read the adjudication queue and submit adjudicated scores
 ADJUDICATING_ROLES = frozenset({"adjudicator", "researcher", "admin"})
@@ -235,12 +236,7 @@ def load_case(session: Session, who: Principal, study_id: int, item_id: int) -> 
     names = dict(session.exec(select(User.id, User.username).where(User.id.in_(rater_ids))).all())
     ratings = []
     for n, rater_id in enumerate(rater_ids):
-        latest = session.exec(
-            select(RatingSubmission)
-            .where(RatingSubmission.item_id == item_id, RatingSubmission.rater_id == rater_id)
-            .order_by(RatingSubmission.revision.desc())
-            .limit(1)
-        ).first()
+        latest = latest_submission(session, item_id, rater_id)
         label = names[rater_id] if who.sees_everything else f"Clinician {chr(ord('A') + n % 26)}{n // 26 or ''}"
         ratings.append(ClinicianRating(label, dict(latest.scores), latest.comment, latest.flag))
     done = _current_adjudications(session, [item_id])

@@ -20,11 +20,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
+from sqlalchemy import func
 from sqlmodel import Session, select
 
 from medhelm_core.audit import Actor, record_event
 from medhelm_core.errors import NotFoundError, ValidationError
-from medhelm_core.models import Assignment, Item, Rating, Role, Study, User
+from medhelm_core.gold import gold_item_ids
+from medhelm_core.models import Assignment, Item, Rating, RatingSubmission, Role, Study, User
 
 #: exhaustive search over tied clinicians up to this many subsets per item, greedy beyond
 MAX_SUBSETS = 2000
@@ -167,17 +169,26 @@ def assign_balanced(
 ) -> AssignmentPlan:
     """Assign the study's items to clinicians (inside the caller's transaction) and store the overlap.
 
-    Keeps every existing assignment; adds only what makes each item reach ``overlap`` clinicians. The
-    change is recorded in the audit trail as done by ``actor``.
+    Keeps every existing assignment; adds only what makes each item reach ``overlap`` clinicians. Gold items
+    (:mod:`medhelm_core.gold`) go to every clinician, so that each clinician's gold accuracy can be
+    measured. The change is recorded in the audit trail as done by ``actor``.
     """
     previous_overlap = study.overlap
     overlap = overlap or study.overlap
     clinicians = study_clinicians(session, usernames)
     item_ids = list(session.exec(select(Item.id).where(Item.study_id == study.id).order_by(Item.id)).all())
+    gold = gold_item_ids(session, study)
     existing = session.exec(
-        select(Assignment.item_id, Assignment.user_id).where(Assignment.study_id == study.id)
+        select(Assignment.item_id, Assignment.user_id).where(
+            Assignment.study_id == study.id, Assignment.retest == False  # noqa: E712 - SQL comparison
+        )
     ).all()
-    plan = plan_assignments(item_ids, [c.id for c in clinicians], overlap, existing, seed=study.order_seed)
+    ids = [c.id for c in clinicians]
+    plan = plan_assignments([i for i in item_ids if i not in gold], ids, overlap, existing, seed=study.order_seed)
+    if gold and ids:
+        everyone = plan_assignments(sorted(gold), ids, len(ids), existing, seed=study.order_seed)
+        plan.new += everyone.new
+        plan.loads = {c: plan.loads.get(c, 0) + everyone.loads.get(c, 0) for c in ids}
     for item_id, user_id in plan.new:
         session.add(
             Assignment(study_id=study.id, item_id=item_id, user_id=user_id,
@@ -202,7 +213,7 @@ def reassign(
         raise ValidationError(f"{to_username} is not an active clinician")
     row = session.exec(
         select(Assignment).where(Assignment.study_id == study.id, Assignment.item_id == item_id,
-                                 Assignment.user_id == source.id)
+                                 Assignment.user_id == source.id, Assignment.retest == False)  # noqa: E712
     ).first()
     if row is None:
         raise NotFoundError(f"item {item_id} is not assigned to {from_username} in study {study.name}")
@@ -241,22 +252,22 @@ class RaterProgress:
 
 
 def rater_progress(session: Session, study: Study) -> list[RaterProgress]:
-    """Assigned and done counts per clinician with assignments in ``study`` (researchers only)."""
-    from sqlalchemy import func
+    """Assigned and done counts per clinician with assignments in ``study`` (researchers only).
 
-    from medhelm_core.models import RatingSubmission
-
+    Test-retest repeats count as assignments too, each done once the repeat itself is submitted.
+    """
     submitted = (
-        select(RatingSubmission.item_id, RatingSubmission.rater_id,
+        select(RatingSubmission.item_id, RatingSubmission.rater_id, RatingSubmission.retest,
                func.max(RatingSubmission.submitted_at).label("last"))
-        .group_by(RatingSubmission.item_id, RatingSubmission.rater_id)
+        .group_by(RatingSubmission.item_id, RatingSubmission.rater_id, RatingSubmission.retest)
         .subquery()
     )
     rows = session.exec(
         select(User.username, User.display_name, User.is_active, func.count(Assignment.id),
                func.count(submitted.c.item_id), func.max(submitted.c.last))
         .join(Assignment, Assignment.user_id == User.id)
-        .outerjoin(submitted, (submitted.c.item_id == Assignment.item_id) & (submitted.c.rater_id == User.id))
+        .outerjoin(submitted, (submitted.c.item_id == Assignment.item_id) & (submitted.c.rater_id == User.id)
+                   & (submitted.c.retest == Assignment.retest))
         .where(Assignment.study_id == study.id)
         .group_by(User.id, User.username, User.display_name, User.is_active)
         .order_by(User.username)
@@ -269,15 +280,14 @@ def rater_progress(session: Session, study: Study) -> list[RaterProgress]:
 
 def unrated_assignments(session: Session, study: Study, username: str) -> list[Item]:
     """The items of ``study`` assigned to ``username`` that they have not rated yet (these can move)."""
-    from medhelm_core.models import RatingSubmission
-
     user = _user(session, username)
     submitted = select(RatingSubmission.item_id).where(RatingSubmission.rater_id == user.id)
     return list(
         session.exec(
             select(Item)
             .join(Assignment, Assignment.item_id == Item.id)
-            .where(Assignment.study_id == study.id, Assignment.user_id == user.id, Item.id.not_in(submitted))
+            .where(Assignment.study_id == study.id, Assignment.user_id == user.id, Item.id.not_in(submitted),
+                   Assignment.retest == False)  # noqa: E712 - SQL comparison
             .order_by(Item.benchmark, Item.instance_id, Item.model)
         ).all()
     )

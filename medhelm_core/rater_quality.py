@@ -159,3 +159,87 @@ def speed_summary(
     summary["share_fast"] = (summary["n_fast"] / summary["n_timed"].where(summary["n_timed"] > 0)).astype(float)
     summary["threshold_seconds"] = _threshold(threshold_seconds)
     return summary[list(SPEED_SUMMARY_COLUMNS)]
+
+
+GOLD_ACCURACY_COLUMNS: tuple[str, ...] = (
+    "rater_id",
+    "criterion",
+    "n_items",
+    "n_scores",
+    "n_within",
+    "accuracy",
+    "mean_miss",
+)
+ALL_CRITERIA = "all criteria"
+
+
+def gold_accuracy(ratings: pd.DataFrame, ranges: pd.DataFrame, *, by_criterion: bool = False) -> pd.DataFrame:
+    """Each clinician's accuracy on the gold items: the share of their scores within the expected range.
+
+    Parameters
+    ----------
+    ratings : pandas.DataFrame
+        Current clinician scores with ``rater_id``, ``item_id``, ``criterion`` and ``score``.
+    ranges : pandas.DataFrame
+        Gold ranges with ``item_id``, ``criterion``, ``low`` and ``high`` (inclusive).
+    by_criterion : bool
+        Also one row per clinician and criterion, beside the row over all criteria.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per clinician who scored a gold criterion (and per criterion when asked), with
+        ``criterion`` (``"all criteria"`` for the overall row), ``n_items`` (gold items scored),
+        ``n_scores`` (gold criteria scored), ``n_within``, ``accuracy`` (``n_within / n_scores``) and
+        ``mean_miss``: the mean distance in points outside the range (0 when within), which tells a
+        near miss from a score at the other end of the scale.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from medhelm_core.rater_quality import gold_accuracy
+    >>> ranges = pd.DataFrame({"item_id": [1, 1], "criterion": ["accuracy", "clarity"], "low": [4, 1],
+    ...                        "high": [5, 2]})
+    >>> ratings = pd.DataFrame({"rater_id": ["c1", "c1", "c2", "c2"], "item_id": [1, 1, 1, 1],
+    ...                         "criterion": ["accuracy", "clarity", "accuracy", "clarity"], "score": [5, 4, 2, 2]})
+    >>> gold_accuracy(ratings, ranges)[["rater_id", "accuracy", "mean_miss"]].values.tolist()
+    [['c1', 0.5, 1.0], ['c2', 0.5, 1.0]]
+    """
+    for name, frame, needed in (
+        ("ratings", ratings, ("rater_id", "item_id", "criterion", "score")),
+        ("gold ranges", ranges, ("item_id", "criterion", "low", "high")),
+    ):
+        missing = [c for c in needed if c not in frame.columns]
+        if missing:
+            raise RaterQualityInputError(f"{name} lack column(s) {', '.join(missing)}")
+    keys = ["item_id", "criterion"]
+    left = ratings.astype({"item_id": str, "criterion": str})
+    right = ranges[[*keys, "low", "high"]].astype({"item_id": str, "criterion": str})
+    scored = left.merge(right, on=keys, how="inner")
+    if scored.empty:
+        return pd.DataFrame(columns=list(GOLD_ACCURACY_COLUMNS))
+    score = scored["score"].astype(float)
+    miss = (scored["low"] - score).clip(lower=0) + (score - scored["high"]).clip(lower=0)
+    scored = scored.assign(within=miss == 0, miss=miss)
+    groupings = [(["rater_id"], ALL_CRITERIA)]
+    if by_criterion:
+        groupings.append((["rater_id", "criterion"], None))
+    parts = []
+    for keys_, label in groupings:
+        grouped = scored.groupby(keys_)
+        part = pd.DataFrame(
+            {
+                "n_items": grouped["item_id"].nunique(),
+                "n_scores": grouped.size(),
+                "n_within": grouped["within"].sum().astype(int),
+                "mean_miss": grouped["miss"].mean(),
+            }
+        ).reset_index()
+        if label is not None:
+            part["criterion"] = label
+        parts.append(part)
+    out = pd.concat(parts, ignore_index=True)
+    out["accuracy"] = out["n_within"] / out["n_scores"]
+    out["order"] = (out["criterion"] != ALL_CRITERIA).astype(int)
+    out = out.sort_values(["rater_id", "order", "criterion"]).reset_index(drop=True)
+    return out[list(GOLD_ACCURACY_COLUMNS)]

@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlalchemy import and_, func
+from sqlmodel import Session, col, select
 
 from medhelm_core.auth import Principal
 from medhelm_core.errors import MedhelmError, NotFoundError
 from medhelm_core.models import Assignment, Item, RatingSubmission, Study, User
-from medhelm_core.ratings import record_rating
+from medhelm_core.ratings import latest_submission, record_rating
+from medhelm_core.retest import schedule_retest
 from medhelm_core.rubric import RubricSpec, rubric_spec
 
 
@@ -37,10 +38,15 @@ class StudyProgress:
 
 @dataclass(frozen=True)
 class QueueEntry:
-    """One place in a clinician's queue (no model name, no scores of others)."""
+    """One place in a clinician's queue (no model name, no scores of others).
+
+    ``retest`` marks an item shown again for test-retest; the page must not announce it (it looks like any
+    other item), but passes it back so the repeat's rating is stored apart.
+    """
 
     item_id: int
     rated: bool
+    retest: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,16 +65,28 @@ class RaterItem:
     revision: int
 
 
-def progress(session: Session, who: Principal) -> list[StudyProgress]:
-    """Done / assigned for every study in which ``who`` has assignments."""
-    # An item is done once the clinician has submitted for it (a flagged submission counts too).
-    submitted = (
-        select(RatingSubmission.item_id).where(RatingSubmission.rater_id == who.user_id).distinct().subquery()
+def _submitted(who: Principal):  # noqa: ANN202 - a SQLAlchemy subquery
+    """(item id, retest) pairs ``who`` has submitted for: an item counts as done once submitted (a flagged
+    submission counts too), and a repeat is done only once the repeat itself is submitted."""
+    return (
+        select(RatingSubmission.item_id, RatingSubmission.retest)
+        .where(RatingSubmission.rater_id == who.user_id)
+        .distinct()
+        .subquery()
     )
+
+
+def _same(submitted) -> object:  # noqa: ANN001 - the subquery of _submitted
+    return and_(submitted.c.item_id == Assignment.item_id, submitted.c.retest == Assignment.retest)
+
+
+def progress(session: Session, who: Principal) -> list[StudyProgress]:
+    """Done / assigned for every study in which ``who`` has assignments (repeats included, unannounced)."""
+    submitted = _submitted(who)
     rows = session.exec(
         select(Study.id, Study.name, Study.title, func.count(Assignment.id), func.count(submitted.c.item_id))
         .join(Assignment, Assignment.study_id == Study.id)
-        .outerjoin(submitted, submitted.c.item_id == Assignment.item_id)
+        .outerjoin(submitted, _same(submitted))
         .where(Assignment.user_id == who.user_id)
         .group_by(Study.id, Study.name, Study.title)
         .order_by(Study.name)
@@ -79,16 +97,17 @@ def progress(session: Session, who: Principal) -> list[StudyProgress]:
 def queue(session: Session, who: Principal, study_id: int) -> list[QueueEntry]:
     """``who``'s items in ``study_id`` in their randomised order, each marked rated or not.
 
-    An item counts as rated once the clinician has submitted for it (a flagged submission counts too).
+    Ties of position are ordered by assignment id, which puts a repeat after the item it was placed
+    behind (see :mod:`medhelm_core.retest`).
     """
-    submitted = select(RatingSubmission.item_id).where(RatingSubmission.rater_id == who.user_id).distinct().subquery()
+    submitted = _submitted(who)
     rows = session.exec(
-        select(Assignment.item_id, submitted.c.item_id)
-        .outerjoin(submitted, submitted.c.item_id == Assignment.item_id)
+        select(Assignment.item_id, Assignment.retest, submitted.c.item_id)
+        .outerjoin(submitted, _same(submitted))
         .where(Assignment.user_id == who.user_id, Assignment.study_id == study_id)
-        .order_by(Assignment.position, Assignment.item_id)
+        .order_by(col(Assignment.position), col(Assignment.id))
     ).all()
-    return [QueueEntry(item_id, done is not None) for item_id, done in rows]
+    return [QueueEntry(item_id, done is not None, bool(retest)) for item_id, retest, done in rows]
 
 
 def first_open(entries: list[QueueEntry]) -> int:
@@ -99,28 +118,53 @@ def first_open(entries: list[QueueEntry]) -> int:
     return max(len(entries) - 1, 0)
 
 
-def _assigned(session: Session, who: Principal, study_id: int, item_id: int) -> Item:
+def next_open(entries: list[QueueEntry], index: int) -> int:
+    """Where to go after a submission at ``index``: the next unrated item after it that is not the same item.
+
+    The same item never comes next (a test-retest repeat is never shown straight after its first rating,
+    even when the items between them were rated meanwhile); with nothing unrated after it, the first
+    unrated item elsewhere in the queue. When only the same item's repeat is left, it stays where it is:
+    the clinician reaches the repeat through other items with Next.
+
+    Examples
+    --------
+    >>> q = [QueueEntry(1, True), QueueEntry(2, True), QueueEntry(1, False, retest=True), QueueEntry(3, False)]
+    >>> next_open(q, 0), next_open(q[:3], 0), next_open(q, 1)
+    (3, 0, 2)
+    """
+    current = entries[index].item_id if 0 <= index < len(entries) else None
+    after = [i for i in range(index + 1, len(entries)) if not entries[i].rated and entries[i].item_id != current]
+    if after:
+        return after[0]
+    anywhere = [i for i, e in enumerate(entries) if not e.rated and e.item_id != current]
+    if anywhere:
+        return anywhere[0]
+    return index if any(not e.rated for e in entries) else first_open(entries)
+
+
+def _assigned(session: Session, who: Principal, study_id: int, item_id: int, retest: bool = False) -> Item:
     item = session.get(Item, item_id)
     if item is None or item.study_id != study_id:
         raise NotFoundError(f"no item {item_id} in this study")
     assigned = session.exec(
-        select(Assignment.id).where(Assignment.item_id == item_id, Assignment.user_id == who.user_id)
+        select(Assignment.id).where(
+            Assignment.item_id == item_id, Assignment.user_id == who.user_id, Assignment.retest == retest
+        )
     ).first()
     if assigned is None:
         raise AccessDenied("this item is not assigned to you")
     return item
 
 
-def load_item(session: Session, who: Principal, study_id: int, item_id: int) -> RaterItem:
-    """The item for rating by ``who``, who must have it assigned (whatever their role)."""
-    item = _assigned(session, who, study_id, item_id)
+def load_item(session: Session, who: Principal, study_id: int, item_id: int, *, retest: bool = False) -> RaterItem:
+    """The item for rating by ``who``, who must have it assigned (whatever their role).
+
+    For a repeat (``retest``) the form starts blank: the clinician's first rating of the item is not shown,
+    or the repeat would measure their memory instead of their judgement.
+    """
+    item = _assigned(session, who, study_id, item_id, retest)
     study = session.get(Study, study_id)
-    latest = session.exec(
-        select(RatingSubmission)
-        .where(RatingSubmission.item_id == item_id, RatingSubmission.rater_id == who.user_id)
-        .order_by(RatingSubmission.revision.desc())
-        .limit(1)
-    ).first()
+    latest = latest_submission(session, item_id, who.user_id, retest=retest)
     return RaterItem(
         item_id=item.id,
         benchmark=item.benchmark,
@@ -154,11 +198,16 @@ def submit(
     flag: str | None = None,
     request_id: str | None = None,
     elapsed_seconds: float | None = None,
+    retest: bool = False,
 ) -> bool:
-    """Store ``who``'s rating of an assigned item (in the caller's transaction); True if it was written."""
-    item = _assigned(session, who, study_id, item_id)
+    """Store ``who``'s rating of an assigned item (in the caller's transaction); True if it was written.
+
+    A first rating (revision 1, not flagged) may put the item back later in the clinician's queue when
+    the study runs test-retest (:func:`medhelm_core.retest.schedule_retest`), in the same transaction.
+    """
+    item = _assigned(session, who, study_id, item_id, retest)
     user = session.get(User, who.user_id)
-    _, written = record_rating(
+    submission, written = record_rating(
         session,
         item=item,
         rater=user,
@@ -168,5 +217,8 @@ def submit(
         flag=flag,
         request_id=request_id,
         elapsed_seconds=elapsed_seconds,
+        retest=retest,
     )
+    if written and not retest and submission.revision == 1 and submission.flag is None:
+        schedule_retest(session, session.get(Study, study_id), who.user_id, item_id)
     return written

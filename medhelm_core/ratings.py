@@ -28,6 +28,7 @@ def record_rating(
     flag: str | None = None,
     request_id: str | None = None,
     elapsed_seconds: float | None = None,
+    retest: bool = False,
 ) -> tuple[RatingSubmission, bool]:
     """Store one submission of ``rater``'s scores for ``item``; returns ``(submission, written)``.
 
@@ -35,6 +36,9 @@ def record_rating(
     rated (then scores may be left out). A repeated ``request_id`` (double click, rerun) returns the earlier
     submission and writes nothing. A submission identical to the current one writes nothing either, so
     re-importing the same file is idempotent; a changed one becomes the next revision.
+
+    A ``retest`` submission (the item shown again to the same clinician, see :mod:`medhelm_core.retest`)
+    has its own revisions and never touches the current ratings: a repeat is not a second rater.
     """
     if request_id is not None:
         earlier = session.exec(
@@ -60,12 +64,7 @@ def record_rating(
     if missing and flag is None:
         raise ValidationError(f"please score every criterion: {', '.join(missing)} left empty")
 
-    latest = session.exec(
-        select(RatingSubmission)
-        .where(RatingSubmission.item_id == item.id, RatingSubmission.rater_id == rater.id)
-        .order_by(RatingSubmission.revision.desc())
-        .limit(1)
-    ).first()
+    latest = latest_submission(session, item.id, rater.id, retest=retest)
     if latest is not None and (latest.scores, latest.comment, latest.flag) == (clean, comment, flag):
         return latest, False
     revision = (latest.revision + 1) if latest is not None else 1
@@ -78,18 +77,28 @@ def record_rating(
         flag=flag,
         request_id=request_id,
         elapsed_seconds=elapsed_seconds,
+        retest=retest,
     )
     session.add(submission)
     session.flush()
+    if not retest:
+        _update_current(session, item, rater, submission)
+    # the comment is not copied into the audit trail: it is free text that may name a patient
+    extra = {"retest": True} if retest else {}
+    record_event(session, "rating.submitted", actor=rater, study_id=item.study_id, item_id=item.id,
+                 submission_id=submission.id, revision=revision, scores=clean, flag=flag,
+                 has_comment=bool(comment), **extra)
+    return submission, True
 
+
+def _update_current(session: Session, item: Item, rater: User, submission: RatingSubmission) -> None:
+    """Point the rater's current score on each criterion at ``submission``."""
     current = {
         r.criterion: r
-        for r in session.exec(
-            select(Rating).where(Rating.item_id == item.id, Rating.rater_id == rater.id)
-        ).all()
+        for r in session.exec(select(Rating).where(Rating.item_id == item.id, Rating.rater_id == rater.id)).all()
     }
     now = utcnow()
-    for name, score in clean.items():
+    for name, score in submission.scores.items():
         row = current.pop(name, None)
         if row is None:
             row = Rating(item_id=item.id, rater_id=rater.id, criterion=name, score=score,
@@ -98,11 +107,19 @@ def record_rating(
         session.add(row)
     for stale in current.values():  # a criterion left out by a flagged revision has no current score
         session.delete(stale)
-    # the comment is not copied into the audit trail: it is free text that may name a patient
-    record_event(session, "rating.submitted", actor=rater, study_id=item.study_id, item_id=item.id,
-                 submission_id=submission.id, revision=revision, scores=clean, flag=flag,
-                 has_comment=bool(comment))
-    return submission, True
+
+
+def latest_submission(
+    session: Session, item_id: int, rater_id: int, *, retest: bool = False
+) -> RatingSubmission | None:
+    """The rater's newest submission for the item: of their ordinary rating, or of its retest repeat."""
+    return session.exec(
+        select(RatingSubmission)
+        .where(RatingSubmission.item_id == item_id, RatingSubmission.rater_id == rater_id,
+               RatingSubmission.retest == retest)
+        .order_by(RatingSubmission.revision.desc())
+        .limit(1)
+    ).first()
 
 
 def count_ratings(session: Session, item_ids: list[int]) -> int:

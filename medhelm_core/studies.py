@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import secrets
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from medhelm_core.audit import Actor, record_event
 from medhelm_core.errors import NotFoundError, ValidationError
+from medhelm_core.gold import gold_item_ids
 from medhelm_core.models import Assignment, Item, JudgeVerdict, JuryRun, MetricScore, Rating, Study
+
+if TYPE_CHECKING:  # planning imports scipy.stats, which every command would otherwise pay for at start-up
+    from medhelm_core.planning import PlanResult
 from medhelm_core.rubric import RubricSpec, default_rubric, store_rubric
 
 
@@ -115,3 +123,74 @@ def summarise_study(session: Session, study: Study) -> StudySummary:
 def list_studies(session: Session) -> list[Study]:
     """All studies, by name."""
     return list(session.exec(select(Study).order_by(Study.name)).all())
+
+
+def set_speed_threshold(session: Session, study: Study, seconds: float, *, actor: Actor = None) -> Study:
+    """Set the study's speed threshold: a first rating submitted faster is flagged (in the caller's transaction).
+
+    Examples
+    --------
+    >>> set_speed_threshold(session, study, 45, actor=who)  # doctest: +SKIP
+    """
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError):
+        raise ValidationError(f"the speed threshold must be a number of seconds, not {seconds!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValidationError(f"the speed threshold must be a positive number of seconds, not {seconds!r}")
+    study.speed_threshold_seconds = value
+    session.add(study)
+    record_event(session, "study.speed_threshold", actor=actor, study_id=study.id, seconds=value)
+    return study
+
+
+def save_plan(session: Session, study: Study, plan: PlanResult | None, *, actor: Actor = None) -> Study:
+    """Keep the study-size plan the designer chose (None forgets it), so progress is measured against it."""
+    study.plan = dataclasses.asdict(plan) if plan is not None else None
+    session.add(study)
+    record_event(session, "study.plan", actor=actor, study_id=study.id,
+                 items=plan.items if plan is not None else None, raters=plan.raters if plan is not None else None)
+    return study
+
+
+@dataclass(frozen=True)
+class PlanProgress:
+    """How far a study is from its plan: items rated by at least the planned number of clinicians."""
+
+    planned_items: int
+    raters: int
+    complete_items: int
+    items_in_study: int
+
+    @property
+    def share(self) -> float:
+        """Complete items as a share of the planned ones (may pass 1)."""
+        return self.complete_items / self.planned_items if self.planned_items else 0.0
+
+
+def plan_progress(session: Session, study: Study, raters: int | None = None) -> PlanProgress | None:
+    """Items rated by at least ``raters`` clinicians (default: the plan's), against the plan's item count.
+
+    Gold items are not counted: they stay out of the agreement figures. None when the study has no plan
+    and no ``raters`` is given.
+    """
+    plan = study.plan or {}
+    k = raters or plan.get("raters")
+    if not k:
+        return None
+    gold = gold_item_ids(session, study)
+    per_item = (
+        select(Rating.item_id, func.count(func.distinct(Rating.rater_id)).label("n"))
+        .join(Item, Item.id == Rating.item_id)
+        .where(Item.study_id == study.id)
+        .group_by(Rating.item_id)
+        .subquery()
+    )
+    complete = session.exec(select(per_item.c.item_id).where(per_item.c.n >= k)).all()
+    items = session.exec(select(func.count(Item.id)).where(Item.study_id == study.id)).one()
+    return PlanProgress(
+        planned_items=int(plan.get("items", 0)),
+        raters=int(k),
+        complete_items=sum(1 for i in complete if i not in gold),
+        items_in_study=int(items) - len(gold),
+    )

@@ -58,9 +58,12 @@ entry = entries[index]
 nav_label.markdown(f"Item **{index + 1}** of {len(entries)}" + ("  ·  rated, you can revise it" if entry.rated else ""))
 
 with Session(engine()) as session:
-    item = rq.load_item(session, who, chosen.study_id, entry.item_id)
+    # A repeat (test-retest) looks like any other item; only its widget keys and its storage differ.
+    item = rq.load_item(session, who, chosen.study_id, entry.item_id, retest=entry.retest)
 
-shown_key = f"shown_{item.item_id}"
+# Widget keys reach the browser (as CSS classes), so the repeat's slot is an opaque token, not a marker.
+slot = st.session_state.setdefault(f"slot_{item.item_id}_{entry.retest}", uuid.uuid4().hex[:12])
+shown_key = f"shown_{slot}"
 st.session_state.setdefault(shown_key, time.monotonic())
 
 left, right = st.columns([3, 2], gap="large")
@@ -70,7 +73,7 @@ with left:
     show_item_texts(item.input_text, item.output_text, item.reference_text, output_label="Response to rate")
 
 with right:
-    revision_tag = f"{item.item_id}_{item.revision}"
+    revision_tag = f"{slot}_{item.revision}"
     with st.form(f"rating_{revision_tag}", clear_on_submit=False, enter_to_submit=False, border=True):
         values: dict[str, int | None] = {}
         for criterion in rubric.criteria:
@@ -101,7 +104,7 @@ with right:
                     session, who, chosen.study_id, item.item_id,
                     {k: v for k, v in values.items() if v is not None},
                     comment=comment, flag=flag or None, request_id=request_id,
-                    elapsed_seconds=time.monotonic() - st.session_state[shown_key],
+                    elapsed_seconds=time.monotonic() - st.session_state[shown_key], retest=entry.retest,
                 )
         except DatabaseError:
             # The request id is kept: if the write reached the database before the connection failed, the
@@ -115,7 +118,6 @@ with right:
             st.session_state.pop(shown_key, None)
             with Session(engine()) as session:
                 fresh = rq.queue(session, who, chosen.study_id)
-            later = [i for i in range(index + 1, len(fresh)) if not fresh[i].rated]
-            st.session_state[pos_key] = later[0] if later else rq.first_open(fresh)
+            st.session_state[pos_key] = rq.next_open(fresh, index)
             st.toast("Rating saved")
             st.rerun()

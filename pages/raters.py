@@ -1,11 +1,19 @@
-"""Raters: each clinician's progress on a study; assign items and reassign them (researchers, admins)."""
+"""Raters: each clinician's progress and quality on a study; plan its size, set its checks, assign items.
+
+Rater quality (fast submissions, gold accuracy, test-retest) is for researchers and admins only; nothing on
+this page reaches a clinician.
+"""
 
 from __future__ import annotations
+
+import tempfile
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
+from medhelm_core import gold, retest
 from medhelm_core.assignment import (
     assign_balanced,
     rater_progress,
@@ -16,7 +24,8 @@ from medhelm_core.assignment import (
 from medhelm_core.db import transaction
 from medhelm_core.errors import MedhelmError
 from medhelm_core.planning import items_needed
-from medhelm_core.studies import get_study, list_studies, summarise_study
+from medhelm_core.rater_report import study_rater_quality
+from medhelm_core.studies import get_study, list_studies, plan_progress, save_plan, set_speed_threshold
 from pages.common import engine, require_role
 
 who = require_role("researcher", "admin")
@@ -48,21 +57,116 @@ with st.expander("Study size: how many items for the confidence interval you wan
         "Zou (2012)'s design, computed exactly: a one-way ICC of single ratings with the F-based 95% CI. "
         "MedHELM planned for an expected ICC of 0.75 with two raters and 80% assurance."
     )
+    saved = study.plan or {}
     c1, c2, c3, c4 = st.columns(4)
-    target = c1.number_input("Expected ICC", 0.05, 0.95, 0.75, 0.05)
-    per_item = c2.number_input("Raters per item", 2, 10, max(study.overlap, 2))
-    width = c3.number_input("CI width at most", 0.05, 0.9, 0.2, 0.05)
-    sure = c4.number_input("Assurance", 0.5, 0.99, 0.8, 0.05)
+    target = c1.number_input("Expected ICC", 0.05, 0.95, float(saved.get("target_icc", 0.75)), 0.05)
+    per_item = c2.number_input("Raters per item", 2, 10, int(saved.get("raters", max(study.overlap, 2))))
+    width = c3.number_input("CI width at most", 0.05, 0.9, float(saved.get("width") or 0.2), 0.05)
+    sure = c4.number_input("Assurance", 0.5, 0.99, float(saved.get("assurance") or 0.8), 0.05)
     try:
         plan = items_needed(float(target), int(per_item), width=float(width), assurance=float(sure))
     except MedhelmError as exc:
         st.error(str(exc))
     else:
         with Session(engine()) as session:
-            have = summarise_study(session, get_study(session, name)).items
-        st.metric("Items needed", plan.items, delta=f"{have - plan.items:+d} vs the {have} in this study",
-                  delta_color="normal" if have >= plan.items else "inverse")
-        st.caption(plan.method)
+            progress = plan_progress(session, get_study(session, name), plan.raters)
+        have = progress.items_in_study
+        left, right = st.columns(2)
+        left.metric("Items needed", plan.items, delta=f"{have - plan.items:+d} vs the {have} in this study",
+                    delta_color="normal" if have >= plan.items else "inverse")
+        right.metric(f"Rated by {plan.raters}+ clinicians", progress.complete_items,
+                     delta=f"{progress.complete_items - plan.items:+d} vs the plan",
+                     delta_color="normal" if progress.complete_items >= plan.items else "off")
+        st.caption(plan.method + ". Gold items are not counted: they stay out of the agreement figures.")
+        if st.button("Keep as this study's plan", key="save_plan",
+                     disabled=saved.get("items") == plan.items and saved.get("raters") == plan.raters):
+            with transaction(engine()) as session:
+                save_plan(session, get_study(session, name), plan, actor=who)
+            st.rerun()
+
+with st.expander("Checks: speed threshold and test-retest", expanded=False):
+    with st.form("checks", border=False):
+        c1, c2, c3 = st.columns(3)
+        threshold = c1.number_input("Flag first ratings faster than (s)", 1.0, 3600.0,
+                                    float(study.speed_threshold_seconds), 5.0, key="speed_threshold")
+        share = c2.number_input("Repeat this share of rated items", 0.0, retest.MAX_RETEST_SHARE,
+                                float(study.retest_share), 0.05, key="retest_share",
+                                help="Shown again to the same clinician later in their queue, unannounced; the "
+                                     "repeat is kept apart and measures their agreement with themselves.")
+        gap = c3.number_input("After at least this many other items", 1, 500, int(study.retest_gap), key="retest_gap")
+        keep = st.form_submit_button("Save checks")
+    if keep:
+        try:
+            with transaction(engine()) as session:
+                chosen_study = get_study(session, name)
+                set_speed_threshold(session, chosen_study, float(threshold), actor=who)
+                retest.set_retest(session, chosen_study, float(share), int(gap), actor=who)
+        except MedhelmError as exc:
+            st.error(str(exc))
+        else:
+            st.toast("Checks saved")
+            st.rerun()
+
+st.subheader("Rater quality")
+with Session(engine()) as session:
+    quality = study_rater_quality(session, get_study(session, name))
+TWO_DECIMALS = st.column_config.NumberColumn(format="%.2f")
+st.markdown(f"**Speed**: first submissions under {quality.threshold_seconds:g} s are flagged (a flag to look at, "
+            "not an exclusion; revisions are left out, they are legitimately quick).")
+if quality.speed.empty:
+    st.caption("No ratings yet.")
+else:
+    st.dataframe(quality.speed.drop(columns=["threshold_seconds"]), hide_index=True, column_config={
+        "rater_id": "clinician", "n": "first ratings", "n_timed": "timed", "n_fast": "fast",
+        "share_fast": st.column_config.ProgressColumn("share fast", min_value=0.0, max_value=1.0, format="percent"),
+        "median_seconds": st.column_config.NumberColumn("median s", format="%.1f"),
+    })
+st.markdown(f"**Gold accuracy**: the share of scores on the {quality.n_gold_items} gold items within the expected "
+            "range; mean miss is how many points outside it, on average.")
+if quality.n_gold_items and not quality.gold.empty:
+    overall = quality.gold[quality.gold["criterion"] == "all criteria"].drop(columns=["criterion"])
+    st.dataframe(overall, hide_index=True, column_config={
+        "rater_id": "clinician", "n_items": "gold items", "n_scores": "scores", "n_within": "within range",
+        "accuracy": TWO_DECIMALS, "mean_miss": st.column_config.NumberColumn("mean miss (points)", format="%.2f"),
+    })
+else:
+    st.caption("No gold items rated yet." if quality.n_gold_items else "No gold items: import their ranges below.")
+st.markdown("**Test-retest**: each clinician against their own earlier rating of a repeated item (composite; "
+            "ICC(A,1), absolute agreement, with its 95% interval).")
+if quality.n_retest_pairs:
+    composite = quality.retest[quality.retest["criterion"] == "composite"].drop(columns=["criterion", "kappa_qw"])
+    labels = {"exact": "same score", "within_one": "within 1 point", "mean_abs_diff": "mean difference",
+              "icc_a1": "ICC(A,1)", "ci_low": "95% CI low", "ci_high": "95% CI high"}
+    st.dataframe(composite, hide_index=True, column_config={
+        "n_pairs": "repeats", **{c: st.column_config.NumberColumn(label, format="%.2f") for c, label in labels.items()},
+    })
+elif study.retest_share:
+    st.caption("Test-retest is on; repeats come back as clinicians work through their queues.")
+else:
+    st.caption("Test-retest is off: turn it on under Checks.")
+
+with st.expander(f"Gold items ({quality.n_gold_items})", expanded=False):
+    st.caption("A CSV, JSONL or Parquet file with the item (item_id, or benchmark, instance_id and model), the "
+               "criterion, and low and high (or score); note is optional. Gold items go to every clinician at the "
+               "next Assign, are never marked as gold to them, and stay out of the agreement figures.")
+    with st.form("gold", border=False):
+        upload = st.file_uploader("Gold file", type=["csv", "jsonl", "ndjson", "parquet"], key="gold_file")
+        send = st.form_submit_button("Import gold ranges")
+    if send and upload is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / Path(upload.name).name
+            path.write_bytes(upload.getvalue())
+            try:
+                with transaction(engine()) as session:
+                    report = gold.import_gold(session, get_study(session, name), path, actor=who)
+            except MedhelmError as exc:
+                st.error(str(exc).replace(str(Path(tmp)) + "/", ""))
+            else:
+                st.success(f"{report.created} gold ranges added, {report.updated} changed, {report.unchanged} "
+                           f"unchanged; {report.gold_items} gold items. Press Assign to give them to everyone.")
+    if quality.n_gold_items:
+        with Session(engine()) as session:
+            st.dataframe(gold.gold_ranges_frame(session, get_study(session, name)), hide_index=True)
 
 st.subheader("Assign")
 st.caption(

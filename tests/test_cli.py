@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 
 COMMANDS = [[], ["init"], ["import"], ["export"], ["studies"], ["demo"], ["users"], ["users", "add"],
-            ["users", "list"], ["users", "disable"], ["users", "set-password"], ["assign"], ["agreement"], ["icc"]]
+            ["users", "list"], ["users", "disable"], ["users", "set-password"], ["assign"], ["agreement"], ["icc"],
+            ["study"], ["study", "show"], ["study", "set"], ["plan"], ["gold"], ["gold", "import"], ["gold", "list"],
+            ["gold", "clear"], ["quality"]]
 
 
 def medhelm(url, *args, stdin=None):

@@ -88,3 +88,42 @@ def test_clinicians_cannot_open_it(demo_db):
     at = open_as(demo_db, "clinician1", "clinician1-demo")
     assert [e.value for e in at.error] == ["Your account cannot open this page."]
     assert not at.dataframe
+
+
+def test_the_researcher_keeps_a_plan_and_sets_the_checks(demo_db):
+    at = open_as(demo_db, "researcher", "researcher-demo")
+    at = at.button(key="save_plan").click().run()
+    assert not at.exception
+    at.number_input(key="speed_threshold").set_value(40.0)
+    at.number_input(key="retest_share").set_value(0.2)
+    at.number_input(key="retest_gap").set_value(4)
+    at = next(b for b in at.button if b.label == "Save checks").click().run()
+    assert not at.exception and not at.error
+    with Session(demo_db) as s:
+        from medhelm_core.studies import get_study
+
+        study = get_study(s, "demo")
+    assert study.plan["items"] == 98 and study.plan["raters"] == 2
+    assert (study.speed_threshold_seconds, study.retest_share, study.retest_gap) == (40.0, 0.2, 4)
+    assert at.button(key="save_plan").disabled  # the plan shown is the one kept
+
+
+def test_rater_quality_flags_fast_first_ratings(demo_db):
+    from medhelm_core import rating_queue as rq
+    from medhelm_core.auth import Principal
+    from medhelm_core.studies import get_study
+
+    with Session(demo_db) as s:
+        study = get_study(s, "demo")
+        user = s.exec(select(User).where(User.username == "clinician1")).one()
+        items = s.exec(select(Assignment.item_id).where(Assignment.user_id == user.id)).all()[:4]
+    who = Principal(user.id, user.username, user.username, "clinician")
+    for n, item in enumerate(items):
+        with transaction(demo_db) as s:
+            rq.submit(s, who, study.id, item, {"accuracy": 4, "completeness": 4, "clarity": 4},
+                      elapsed_seconds=3.0 if n < 3 else 95.0)
+    at = open_as(demo_db, "researcher", "researcher-demo")
+    assert not at.exception
+    speed = next(d.value for d in at.dataframe if "n_fast" in d.value.columns).set_index("rater_id")
+    assert speed.loc["clinician1", "n_fast"] == 3 and speed.loc["clinician1", "share_fast"] == 0.75
+    assert any("under 20 s" in m.value for m in at.markdown)

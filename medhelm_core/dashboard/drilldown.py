@@ -48,7 +48,7 @@ def item_detail(session: Session, study: Study, item_id: int, jury_run_id: int |
     submissions = session.exec(
         select(RatingSubmission, User.username)
         .join(User, User.id == RatingSubmission.rater_id)
-        .where(RatingSubmission.item_id == item.id)
+        .where(RatingSubmission.item_id == item.id, RatingSubmission.retest == False)  # noqa: E712 - not repeats
         .order_by(User.username, col(RatingSubmission.revision).desc())
     ).all()
     latest: dict[str, dict] = {}
