@@ -50,6 +50,9 @@ if go:
                     f"{report.items_unchanged} unchanged; {report.ratings_written} ratings written."
                 )
                 studies[study_name] = study
+                # A new study is planned before rating starts: how many items its ICC interval needs.
+                st.page_link("pages/raters.py", label="Next: plan the study's size, set its checks and assign "
+                             "clinicians on the Raters page", icon=":material/group:")
 
 st.subheader("Browse items")
 if not studies:

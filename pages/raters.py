@@ -73,7 +73,7 @@ with st.expander("Study size: how many items for the confidence interval you wan
         have = progress.items_in_study
         left, right = st.columns(2)
         left.metric("Items needed", plan.items, delta=f"{have - plan.items:+d} vs the {have} in this study",
-                    delta_color="normal" if have >= plan.items else "inverse")
+                    delta_color="normal")  # short of the plan shows red
         right.metric(f"Rated by {plan.raters}+ clinicians", progress.complete_items,
                      delta=f"{progress.complete_items - plan.items:+d} vs the plan",
                      delta_color="normal" if progress.complete_items >= plan.items else "off")
