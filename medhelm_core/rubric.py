@@ -3,20 +3,26 @@
 A rubric file has ``name``, ``version``, ``title``, ``description`` and a list of ``criteria``, each with
 ``name``, ``label``, ``description``, ``scale = [min, max]`` and optional ``anchors`` (level -> text).
 See ``annotations/rubrics/medhelm.toml``.
+
+Versions for the jury: clinicians always rate on their study's rubric, but the judges may be shown another
+version of it with new wording (labels, descriptions, anchors) and the same criteria and scales
+(:func:`save_rubric_version`, :func:`compatible_rubric_versions`), so a change of wording can be judged
+by its effect on agreement.
 """
 
 from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from sqlmodel import Session, select
 
+from medhelm_core.audit import Actor, record_event
 from medhelm_core.errors import InputFileError, NotFoundError, ValidationError
-from medhelm_core.models import Criterion, Rubric
+from medhelm_core.models import Criterion, Rubric, Study
 
 BUNDLED_RUBRICS = Path(__file__).resolve().parent.parent / "annotations" / "rubrics"
 
@@ -209,3 +215,125 @@ def rubric_spec(session: Session, rubric: Rubric | int) -> RubricSpec:
             for c in rows
         ),
     )
+
+
+def version_differences(base: RubricSpec, other: RubricSpec) -> list[str]:
+    """Why ``other`` cannot stand for ``base`` before the judges: each criterion added, missing or rescaled.
+
+    Empty when ``other`` has the same name, the same criteria and the same scales (its wording may differ).
+
+    Examples
+    --------
+    >>> base = default_rubric()
+    >>> wider = replace(base, criteria=(replace(base.criteria[0], scale_max=10), *base.criteria[1:]))
+    >>> version_differences(base, wider)
+    ["criterion 'accuracy' has the scale 1 to 10; the study's rubric has 1 to 5"]
+    """
+    reasons: list[str] = []
+    if other.name != base.name:
+        reasons.append(f"it is rubric {other.name!r}; the study's rubric is {base.name!r}")
+    mine = {c.name: c for c in other.criteria}
+    for c in base.criteria:
+        if c.name not in mine:
+            reasons.append(f"criterion {c.name!r} of the study's rubric is missing")
+        elif (mine[c.name].scale_min, mine[c.name].scale_max) != (c.scale_min, c.scale_max):
+            m = mine[c.name]
+            reasons.append(f"criterion {c.name!r} has the scale {m.scale_min} to {m.scale_max}; "
+                           f"the study's rubric has {c.scale_min} to {c.scale_max}")
+    known = set(base.criterion_names)
+    reasons += [f"criterion {c.name!r} is not in the study's rubric" for c in other.criteria if c.name not in known]
+    return reasons
+
+
+def _same_wording(a: RubricSpec, b: RubricSpec) -> bool:
+    return replace(a, version=0) == replace(b, version=0)
+
+
+def compatible_rubric_versions(session: Session, study: Study) -> list[RubricSpec]:
+    """Every stored version of the study's rubric that its judges may be shown, oldest first.
+
+    A version is compatible when it has the study rubric's name, criteria and scales; the study's own
+    version is always among them.
+    """
+    base = rubric_spec(session, study.rubric_id)
+    rows = session.exec(select(Rubric).where(Rubric.name == base.name).order_by(Rubric.version)).all()
+    specs = [rubric_spec(session, row) for row in rows]
+    return [s for s in specs if not version_differences(base, s)]
+
+
+def judge_rubric(session: Session, study: Study, version: int | None = None) -> RubricSpec:
+    """The rubric version the judges of ``study`` see: ``version``, or the study's own when None.
+
+    Raises
+    ------
+    NotFoundError
+        No stored version ``version`` of the study's rubric.
+    ValidationError
+        The version exists but has other criteria or scales (the message names the criterion).
+    """
+    base = rubric_spec(session, study.rubric_id)
+    if version is None or version == base.version:
+        return base
+    row = session.exec(select(Rubric).where(Rubric.name == base.name, Rubric.version == version)).first()
+    if row is None:
+        known = ", ".join(f"v{s.version}" for s in compatible_rubric_versions(session, study))
+        raise NotFoundError(f"rubric {base.name} has no version {version} (versions for this study: {known})")
+    spec = rubric_spec(session, row)
+    reasons = version_differences(base, spec)
+    if reasons:
+        raise ValidationError(f"rubric {base.name} v{version} cannot be shown to this study's judges: {reasons[0]}")
+    return spec
+
+
+def save_rubric_version(
+    session: Session, study: Study, spec: RubricSpec, actor: Actor = None
+) -> tuple[RubricSpec, bool]:
+    """Store ``spec`` (new wording of the study's rubric) as the next version of that rubric.
+
+    The criteria's names and scales must be those of the study's rubric; labels, descriptions, anchors,
+    title and description may change. ``spec.version`` is ignored: the version is the next free one. A
+    wording already stored as a version is not stored again. Clinicians keep rating on the study's own
+    rubric; only judges are shown the new version, when a jury run asks for it.
+
+    Parameters
+    ----------
+    session : Session
+        The caller's session (the version and its ``rubric.version_saved`` audit event commit with it).
+    study : Study
+        The study whose rubric this is a version of.
+    spec : RubricSpec
+        The new wording, for example from :func:`load_rubric_file`.
+    actor
+        Who saved it, for the audit trail.
+
+    Returns
+    -------
+    tuple of (RubricSpec, bool)
+        The stored version and whether it was created now.
+
+    Raises
+    ------
+    ValidationError
+        A criterion is missing, added or rescaled, or the rubric has another name; the message names it.
+
+    Examples
+    --------
+    >>> base = rubric_spec(session, study.rubric_id)  # doctest: +SKIP
+    >>> clearer = replace(base, criteria=(replace(base.criteria[0], description="Is it correct?"),
+    ...                                   *base.criteria[1:]))  # doctest: +SKIP
+    >>> save_rubric_version(session, study, clearer, actor="cli")[0].version  # doctest: +SKIP
+    2
+    """
+    base = rubric_spec(session, study.rubric_id)
+    reasons = version_differences(base, spec)
+    if reasons:
+        raise ValidationError(f"this is not a version of the study's rubric {base.name}: {'; '.join(reasons)}")
+    for existing in compatible_rubric_versions(session, study):
+        if _same_wording(existing, spec):
+            return existing, False
+    last = session.exec(select(Rubric.version).where(Rubric.name == base.name).order_by(Rubric.version.desc())).first()
+    stored = replace(spec, version=int(last or 0) + 1)
+    store_rubric(session, stored)
+    record_event(session, "rubric.version_saved", actor=actor, study_id=study.id, name=stored.name,
+                 version=stored.version, based_on=base.version)
+    return stored, True

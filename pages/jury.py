@@ -1,4 +1,5 @@
-"""Jury: configure judge models, see the estimate, run, stop and resume, and read the verdicts.
+"""Jury: choose the prompt and rubric versions, configure judge models, see the estimate, run, stop and
+resume, and read the verdicts.
 
 The run works in a background thread that writes each verdict to the database; this page only reads the
 run's row, so it stays responsive and a browser reload shows the same progress. Keys come from the
@@ -11,14 +12,17 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
+from medhelm_core.db import transaction
 from medhelm_core.errors import MedhelmError
 from medhelm_core.jury import background
 from medhelm_core.jury.config import DEFAULT_CONCURRENCY, DEFAULT_MAX_TOKENS, JuryConfig, judges_from_text
 from medhelm_core.jury.results import criterion_means, item_jury_scores, verdict_scores_frame
 from medhelm_core.jury.runner import estimate_run
 from medhelm_core.jury.store import ACTIVE_STATUSES, effective_status, planned_calls, run_state, study_runs
+from medhelm_core.jury.templates import list_template_versions, save_template_version, template_names
+from medhelm_core.jury.versions import preview_items, preview_prompt, run_versions, stored_config
 from medhelm_core.models import JuryRun
-from medhelm_core.rubric import rubric_spec
+from medhelm_core.rubric import compatible_rubric_versions, rubric_spec
 from medhelm_core.studies import list_studies
 from pages.common import engine, require_role
 
@@ -42,14 +46,70 @@ with Session(eng) as session:
 
 def run_rows() -> list[dict]:
     with Session(eng) as session:
-        return [
-            {"run": r.id, "name": r.name,
-             "source": "recorded (imported scores, no judges called here)" if r.source == "recorded" else r.source,
-             "status": effective_status(r), "done": r.calls_done, "planned": planned_calls(session, r),
-             "failed": r.calls_failed, "tokens": r.prompt_tokens + r.completion_tokens, "cost $": r.cost_usd}
-            for r in study_runs(session, study)
-        ]
+        rows = []
+        for r in study_runs(session, study):
+            versions = run_versions(r, session)
+            rows.append(
+                {"run": r.id, "name": r.name, "judges": versions.judges_label, "rubric": versions.rubric_label,
+                 "prompt": versions.prompt_label,
+                 "source": "recorded (imported scores, no judges called here)" if r.source == "recorded" else r.source,
+                 "status": effective_status(r), "done": r.calls_done, "planned": planned_calls(session, r),
+                 "failed": r.calls_failed, "tokens": r.prompt_tokens + r.completion_tokens, "cost $": r.cost_usd})
+        return rows
 
+
+st.subheader("Prompt and rubric")
+st.caption(f"The judges get one version of a prompt template and one version of the study's rubric, and every run "
+           f"records which. Clinicians always rate on the study's rubric ({rubric.name} v{rubric.version}).")
+saved_message = st.session_state.pop("jury_prompt_saved", None)
+if saved_message:
+    st.success(saved_message)
+with transaction(eng) as session:  # stores the bundled template as medhelm v1 on first use
+    names = template_names(session)
+prompt_name = st.selectbox("Prompt template", names) if len(names) > 1 else names[0]
+with Session(eng) as session:
+    prompt_versions = list_template_versions(session, prompt_name)[::-1]  # newest first: the default
+    rubric_versions = compatible_rubric_versions(session, study)[::-1]
+    item_choices = dict(preview_items(session, study))
+cols = st.columns(2)
+version_labels = [f"v{v.version}: {v.note or 'no note'} ({v.created_by})" for v in prompt_versions]
+prompt = prompt_versions[version_labels.index(cols[0].selectbox(f"Version of {prompt_name}", version_labels))]
+rubric_labels = [f"{r.name} v{r.version}" + (" (the study's)" if r.version == rubric.version else "")
+                 for r in rubric_versions]
+judge_rubric = rubric_versions[rubric_labels.index(cols[1].selectbox(
+    "Rubric version the judges see", rubric_labels, index=[r.version for r in rubric_versions].index(rubric.version),
+    help="Other versions word the criteria differently, with the same criteria and scales "
+         "(medhelm jury rubric add)."))]
+with st.expander(f"Template text of {prompt.label}"):
+    st.code(prompt.text, language=None, wrap_lines=True)
+edited = st.text_area("Edit the template", value=prompt.text, height=300, key=f"jury_prompt_edit_{prompt.label}",
+                      help="$response_block, $criteria and $output_format are required; other placeholders: "
+                           "$task, $criteria_names, $request_block, $reference_block, $response_tag.")
+note = st.text_input("Note for the new version", key="jury_prompt_note", placeholder="what changed and why")
+if st.button("Save as new version", disabled=edited == prompt.text):
+    try:
+        with transaction(eng) as session:
+            version, created = save_template_version(session, prompt_name, edited, note=note, actor=who)
+    except MedhelmError as exc:
+        st.error(str(exc))
+    else:
+        st.session_state["jury_prompt_saved"] = (f"Saved {version.label}." if created
+                                                 else f"Unchanged: {version.label} already has this text.")
+        st.rerun()
+if edited != prompt.text:
+    st.caption(f"Runs use the saved {prompt.label} until the edits are saved as a new version.")
+if item_choices:
+    preview_item = st.selectbox("Preview the prompt for item", list(item_choices), format_func=item_choices.get)
+    try:
+        with Session(eng) as session:
+            rendered = preview_prompt(session, study, preview_item, edited, judge_rubric)
+    except MedhelmError as exc:
+        st.error(str(exc))
+    else:
+        st.caption(f"What each judge gets for this item with {judge_rubric.name} v{judge_rubric.version} and "
+                   + ("the edits above (not saved)" if edited != prompt.text else prompt.label) + ":")
+        # It holds the model's output: drawn as text, never markdown; wrapped and scrolling, as the judge reads it.
+        st.code(rendered.text, language=None, wrap_lines=True, height=420)
 
 st.subheader("New run")
 st.caption("One judge per line, as a litellm model name, optionally with its API base: "
@@ -67,7 +127,7 @@ if judge_text.strip():
     try:
         judges = judges_from_text(judge_text, temperature=temperature, concurrency=concurrency,
                                   max_tokens=max_tokens, timeout=timeout, api_key_env=key_env.strip() or None)
-        config = JuryConfig(judges=judges, rubric=rubric)
+        config = JuryConfig(judges=judges, rubric=judge_rubric).with_template(prompt)
         estimate = estimate_run(eng, study.name, config)
     except MedhelmError as exc:
         st.error(str(exc))
@@ -89,7 +149,8 @@ if not runs:
 
 st.subheader("Runs")
 st.dataframe(pd.DataFrame(runs), hide_index=True, width="stretch")
-labels = {f"{r['run']}: {r['name']} ({r['status']})": r["run"] for r in runs}
+labels = {f"{r['run']}: {r['name']}; rubric {r['rubric']}; prompt {r['prompt']} ({r['status']})": r["run"]
+          for r in runs}
 default = next((i for i, rid in enumerate(labels.values()) if rid == st.session_state.get("jury_run")), 0)
 run_id = labels[st.selectbox("Run", list(labels), index=default)]
 with Session(eng) as session:
@@ -135,7 +196,8 @@ def progress() -> None:
             help="Calls the judges again for the failed verdicts only; the old answers are replaced.")
         if resume or retry:
             try:
-                stored = JuryConfig.from_dict(current.config, rubric)
+                with Session(eng) as session:
+                    stored = stored_config(session, study, current)
                 st.session_state["jury_run"] = background.start_in_background(
                     eng, study.name, stored, retry_failed=bool(retry), actor=who)
             except MedhelmError as exc:

@@ -50,13 +50,18 @@ class FakeOpenAI:
         How long the first answer of the ``slow_then_good`` scenario takes.
     scores
         Judge model -> scores it gives; default :func:`default_scores`.
+    judge
+        Optional (judge model, prompt) -> scores, for tests whose judge must read the prompt (its version, the
+        response it holds); it takes the place of ``scores``.
     """
 
     def __init__(self, latency: float = 0.0, slow_seconds: float = 3.0,
-                 scores: Callable[[str], dict[str, int]] = default_scores, port: int = 0) -> None:
+                 scores: Callable[[str], dict[str, int]] = default_scores, port: int = 0,
+                 judge: Callable[[str, str], dict[str, int]] | None = None) -> None:
         self.latency = latency
         self.slow_seconds = slow_seconds
         self.scores = scores
+        self.judge = judge
         self.calls: list[dict[str, Any]] = []
         self.attempts: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
@@ -146,7 +151,7 @@ class FakeOpenAI:
                                "temperature": body.get("temperature"), "max_tokens": body.get("max_tokens")})
         if self.latency:
             time.sleep(self.latency)
-        good = verdict_json(self.scores(model))
+        good = verdict_json(self.judge(model, first) if self.judge else self.scores(model))
         if scenario == "rate_limit_then_good" and attempt == 1:
             return 429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}, {"Retry-After": "1"}
         if scenario == "server_error_then_good" and attempt == 1 or scenario == "always_500":

@@ -9,14 +9,14 @@ import pytest
 from conftest import REPO
 from fake_openai_server import FakeOpenAI
 from jury_support import LOCAL_A, LOCAL_B, fast_config, make_study, verdicts
-from sqlmodel import Session
+from sqlmodel import Session, select
 from streamlit.testing.v1 import AppTest
 
 from medhelm_core import auth
 from medhelm_core.db import transaction
 from medhelm_core.importers import import_paths
 from medhelm_core.jury import background, run_jury
-from medhelm_core.models import JuryRun
+from medhelm_core.models import Item, JuryRun
 from medhelm_core.studies import get_or_create_study
 from medhelm_core.users import add_user
 from pages.common import TOKEN_KEY
@@ -116,7 +116,9 @@ def test_failed_verdicts_are_counted_and_shown_with_their_raw_text(demo_db):
 
 
 def test_stop_then_resume_from_the_page(demo_db):
-    with FakeOpenAI(latency=0.05) as server:
+    # Each call takes 0.25 s at concurrency 1, so the run outlasts opening the page and pressing Stop even on
+    # a loaded machine (at 0.05 s it sometimes finished first).
+    with FakeOpenAI(latency=0.25) as server:
         make_study(demo_db, ["good"] * 20, name="slow")
         at = open_page(demo_db, study="slow")
         at.text_area(key="jury_judges").input(f"{LOCAL_A} @ {server.base_url}").run()
@@ -136,3 +138,89 @@ def test_stop_then_resume_from_the_page(demo_db):
         run = wait_for_run(demo_db, run_id)
         assert (run.status, run.calls_done) == ("finished", 20)
         assert len(server.calls) == 20
+
+
+# --- prompt and rubric versions ----------------------------------------------------------------------------
+
+def selectbox(at: AppTest, label: str):
+    return next(s for s in at.selectbox if s.label == label)
+
+
+def test_an_edited_template_is_saved_as_a_new_version_and_chosen(demo_db):
+    from medhelm_core.jury.prompt import DEFAULT_TEMPLATE
+    from medhelm_core.jury.templates import list_template_versions
+    from medhelm_core.models import AuditEvent
+
+    at = open_page(demo_db, study="demo")
+    assert not at.exception
+    assert selectbox(at, "Version of medhelm").value.startswith("v1: bundled default")
+    assert any(c.value.strip() == DEFAULT_TEMPLATE.strip() for c in at.code)  # the template text, as code
+    at.text_area(key="jury_prompt_edit_medhelm v1").input(DEFAULT_TEMPLATE + "\nBe strict.\n").run()
+    assert any("until the edits are saved" in c.value for c in at.caption)
+    at.text_input(key="jury_prompt_note").input("stricter accuracy").run()
+    button(at, "Save as new version").click().run()
+    assert not at.exception and [s.value for s in at.success] == ["Saved medhelm v2."]
+    assert selectbox(at, "Version of medhelm").value == "v2: stricter accuracy (researcher)"
+    assert at.text_area(key="jury_prompt_edit_medhelm v2").value.endswith("Be strict.\n")
+    assert button(at, "Save as new version").disabled  # nothing edited yet
+    with Session(demo_db) as s:
+        versions = list_template_versions(s, "medhelm")
+        saved = s.exec(select(AuditEvent).where(AuditEvent.action == "prompt_template.saved")).all()
+    assert [(v.version, v.created_by) for v in versions] == [(1, "system"), (2, "researcher")]
+    assert [e.actor for e in saved] == ["system", "researcher"]
+
+
+def test_a_broken_template_is_refused_on_the_page_and_nothing_is_saved(demo_db):
+    from medhelm_core.jury.templates import list_template_versions
+
+    at = open_page(demo_db, study="demo")
+    at.text_area(key="jury_prompt_edit_medhelm v1").input("Rate $response_block").run()
+    assert any("needs $criteria" in e.value for e in at.error)  # the preview says so at once
+    button(at, "Save as new version").click().run()
+    assert not at.exception and not at.success
+    with Session(demo_db) as s:
+        assert [v.version for v in list_template_versions(s, "medhelm")] == [1]
+
+
+def test_the_preview_shows_the_prompt_for_an_item_as_text(demo_db):
+    hostile = "**not bold** <b>not html</b>"
+    with transaction(demo_db) as s:
+        study, _ = get_or_create_study(s, "hostile")
+        s.add(Item(study_id=study.id, benchmark="medi_qa", instance_id="x1", model="m", input_text="Q?",
+                   output_text=hostile, reference_text=None))
+    at = open_page(demo_db, study="hostile")
+    assert not at.exception
+    preview = selectbox(at, "Preview the prompt for item")
+    assert preview.format_func(preview.value) == "medi_qa / x1 / m"
+    assert any(hostile in c.value and "<question_" in c.value for c in at.code)
+    assert not any("not bold" in m.value for m in at.markdown)
+
+
+def test_a_run_from_the_page_records_the_chosen_versions_and_the_table_shows_them(demo_db):
+    from dataclasses import replace
+
+    from medhelm_core.jury.prompt import DEFAULT_TEMPLATE
+    from medhelm_core.jury.templates import save_template_version
+    from medhelm_core.rubric import rubric_spec, save_rubric_version
+    from medhelm_core.studies import get_study
+
+    make_study(demo_db, ["good"] * 3, name="versions")
+    with transaction(demo_db) as s:
+        study = get_study(s, "versions")
+        own = rubric_spec(s, study.rubric_id)
+        save_rubric_version(s, study, replace(own, criteria=(replace(own.criteria[0], label="Medical accuracy"),
+                                                             *own.criteria[1:])))
+        save_template_version(s, "medhelm", DEFAULT_TEMPLATE + "\nBe strict.\n", note="stricter")
+    with FakeOpenAI() as server:
+        at = open_page(demo_db, study="versions")
+        selectbox(at, "Rubric version the judges see").select("medhelm v2").run()
+        assert any("Medical accuracy" in c.value and "Be strict." in c.value for c in at.code)  # the preview
+        at.text_area(key="jury_judges").input(f"{LOCAL_A} @ {server.base_url}").run()
+        button(at, "Start the jury").click().run()
+        run = wait_for_run(demo_db, at.session_state["jury_run"])
+        assert all("Medical accuracy" in c["messages"][0]["content"] for c in server.calls)
+    assert (run.config["prompt_name"], run.config["prompt_version"], run.config["rubric"]["version"]) == (
+        "medhelm", 2, 2)
+    at = open_page(demo_db, study="versions")
+    runs = at.dataframe[0].value
+    assert runs[["judges", "rubric", "prompt"]].values.tolist() == [[LOCAL_A, "medhelm v2", "medhelm v2"]]

@@ -3,6 +3,8 @@
 - :mod:`~medhelm_core.jury.config`: :class:`JudgeSpec` and :class:`JuryConfig`, frozen and hashable; the
   config hash names the run and keys the verdict cache; ``jury.toml`` files.
 - :mod:`~medhelm_core.jury.prompt`: MedHELM's prompt, with the evaluated texts fenced.
+- :mod:`~medhelm_core.jury.templates`: versioned prompt templates (the bundled one is ``medhelm`` v1).
+- :mod:`~medhelm_core.jury.versions`: the judges, rubric and prompt versions a run uses and records.
 - :mod:`~medhelm_core.jury.parse`: strict JSON, then the judge's own final JSON object.
 - :mod:`~medhelm_core.jury.calls`: one judge call with retries, back-off and a reminder (imports litellm).
 - :mod:`~medhelm_core.jury.runner`: the concurrent run, written verdict by verdict; stop and resume.
@@ -20,6 +22,14 @@ from medhelm_core.jury.prompt import DEFAULT_TEMPLATE, render_prompt
 from medhelm_core.jury.results import criterion_means, item_jury_scores, verdict_scores_frame
 from medhelm_core.jury.runner import Progress, RunSummary, estimate_run, prepare_run, run_jury, run_jury_async
 from medhelm_core.jury.store import RunBusyError, effective_status, planned_calls, request_stop, study_runs
+from medhelm_core.jury.templates import (
+    TemplateVersion,
+    get_template_version,
+    latest_template_version,
+    list_template_versions,
+    save_template_version,
+)
+from medhelm_core.jury.versions import RunVersions, choose_template, run_versions, stored_config
 
 __all__ = [
     "DEFAULT_TEMPLATE",
@@ -32,12 +42,18 @@ __all__ = [
     "Progress",
     "RunBusyError",
     "RunSummary",
+    "RunVersions",
+    "TemplateVersion",
     "VerdictParseError",
     "build_config",
+    "choose_template",
     "criterion_means",
     "effective_status",
     "estimate_run",
+    "get_template_version",
     "item_jury_scores",
+    "latest_template_version",
+    "list_template_versions",
     "load_jury_file",
     "parse_verdict",
     "planned_calls",
@@ -47,6 +63,9 @@ __all__ = [
     "request_stop",
     "run_jury",
     "run_jury_async",
+    "run_versions",
+    "save_template_version",
+    "stored_config",
     "study_runs",
     "verdict_scores_frame",
 ]

@@ -6,6 +6,10 @@ verdict *is* (judge models, temperatures, prompt template, rubric) is hashed: th
 per item and judge, keys the verdict cache. How a run is *executed* (API base, concurrency, timeouts,
 retries, output-token limit) can change between a run and its resumption without invalidating anything.
 
+Which versions a run used is recorded beside: the rubric's version is inside the rubric (and so in the
+hash), the prompt template's name and version (:mod:`medhelm_core.jury.templates`) are labels outside the
+hash, which is taken over the template's text, so two versions with the same text share cached verdicts.
+
 API keys are never part of a config: a judge names the environment variable that holds its key
 (``api_key_env``), and litellm reads the provider's usual variable (``OPENAI_API_KEY`` ...) otherwise.
 Streamlit's root-level secrets are exported to the environment by Streamlit, so they work the same way.
@@ -19,12 +23,15 @@ import re
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from medhelm_core.errors import InputFileError, ValidationError
-from medhelm_core.jury.prompt import DEFAULT_TEMPLATE, check_template
+from medhelm_core.jury.prompt import DEFAULT_TEMPLATE, DEFAULT_TEMPLATE_NAME, check_template
 from medhelm_core.rubric import RubricSpec
+
+if TYPE_CHECKING:
+    from medhelm_core.jury.templates import TemplateVersion
 
 #: MedHELM's judge settings: temperature 0, up to 4,096 output tokens.
 DEFAULT_TEMPERATURE = 0.0
@@ -150,12 +157,16 @@ def rubric_to_dict(rubric: RubricSpec) -> dict[str, Any]:
 class JuryConfig:
     """A jury: its judges, the prompt template, the rubric, and how failed calls are retried.
 
+    ``prompt_name`` and ``prompt_version`` say which stored template version ``prompt_template`` is (a
+    version 0 or None: text not stored as a version); the bundled template is ``medhelm`` v1 without being
+    told. They are recorded with the run but stay out of :attr:`config_hash`, which is over the text.
+
     Examples
     --------
     >>> from medhelm_core.rubric import default_rubric
     >>> cfg = JuryConfig(judges=(JudgeSpec("openai/gpt-4o"),), rubric=default_rubric())
-    >>> len(cfg.config_hash)
-    64
+    >>> len(cfg.config_hash), cfg.prompt_label
+    (64, 'medhelm v1')
     """
 
     judges: tuple[JudgeSpec, ...]
@@ -165,8 +176,15 @@ class JuryConfig:
     max_retries: int = 4
     retry_base_seconds: float = 1.0
     retry_max_seconds: float = 30.0
+    prompt_name: str = ""
+    prompt_version: int | None = None
 
     def __post_init__(self) -> None:
+        if not self.prompt_name and self.prompt_version is None and self.prompt_template == DEFAULT_TEMPLATE:
+            object.__setattr__(self, "prompt_name", DEFAULT_TEMPLATE_NAME)
+            object.__setattr__(self, "prompt_version", 1)
+        if self.prompt_version is not None and int(self.prompt_version) < 1:
+            raise ValidationError(f"prompt version {self.prompt_version} must be 1 or more")
         judges = tuple(self.judges)
         if not judges:
             raise ValidationError("a jury needs at least one judge (--judge MODEL)")
@@ -206,6 +224,29 @@ class JuryConfig:
             }
         )
 
+    @property
+    def prompt_label(self) -> str:
+        """Which template version the judges get: ``medhelm v2``, or ``custom (not stored)``."""
+        if self.prompt_version is None:
+            return f"{self.prompt_name or 'custom'} (not stored)"
+        return f"{self.prompt_name} v{self.prompt_version}"
+
+    @property
+    def versions(self) -> dict[str, Any]:
+        """The versions this jury uses, as stored with its run: rubric and prompt template."""
+        return {
+            "rubric_name": self.rubric.name,
+            "rubric_version": self.rubric.version,
+            "prompt_name": self.prompt_name or None,
+            "prompt_version": self.prompt_version,
+            "prompt_template_hash": self.template_hash,
+        }
+
+    def with_template(self, template: TemplateVersion) -> JuryConfig:
+        """A copy whose judges get ``template`` (a stored version): its text, name and version."""
+        return replace(self, prompt_template=template.text, prompt_name=template.name,
+                       prompt_version=template.version)
+
     def judge(self, model: str) -> JudgeSpec:
         """The judge with this model name."""
         for j in self.judges:
@@ -229,6 +270,8 @@ class JuryConfig:
             "judges": [j.to_dict() for j in self.judges],
             "prompt_template": self.prompt_template,
             "prompt_template_hash": self.template_hash,
+            "prompt_name": self.prompt_name or None,
+            "prompt_version": self.prompt_version,
             "rubric": rubric_to_dict(self.rubric),
             "rubric_hash": self.rubric_hash,
             "max_retries": int(self.max_retries),
@@ -238,7 +281,9 @@ class JuryConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], rubric: RubricSpec) -> JuryConfig:
-        """Rebuild a config stored with :meth:`to_dict` (to resume a run), on the study's rubric."""
+        """Rebuild a config stored with :meth:`to_dict` (to resume a run) on ``rubric``, the version it used
+        (see :func:`medhelm_core.jury.versions.stored_config`)."""
+        version = data.get("prompt_version")
         return cls(
             judges=tuple(JudgeSpec(**{k: v for k, v in j.items() if k in _JUDGE_KEYS}) for j in data["judges"]),
             rubric=rubric,
@@ -247,6 +292,8 @@ class JuryConfig:
             max_retries=int(data.get("max_retries", 4)),
             retry_base_seconds=float(data.get("retry_base_seconds", 1.0)),
             retry_max_seconds=float(data.get("retry_max_seconds", 30.0)),
+            prompt_name=str(data.get("prompt_name") or ""),
+            prompt_version=int(version) if version is not None else None,
         )
 
     def with_execution(self, **changes: Any) -> JuryConfig:
@@ -260,6 +307,25 @@ class JuryConfig:
         return replace(self, judges=tuple(replace(j, **given) for j in self.judges))
 
 
+def stored_prompt(data: dict[str, Any]) -> tuple[str | None, int | None]:
+    """The (template name, version) a stored run config names; (None, None) when it names none.
+
+    A config stored before versions were recorded names none, but if its text is the bundled template's,
+    it is ``medhelm`` v1 all the same.
+
+    Examples
+    --------
+    >>> stored_prompt({"prompt_template": DEFAULT_TEMPLATE}), stored_prompt({"prompt_template": "$criteria"})
+    (('medhelm', 1), (None, None))
+    """
+    version = data.get("prompt_version")
+    if data.get("prompt_name") or version is not None:
+        return (data.get("prompt_name") or None), (int(version) if version is not None else None)
+    if data.get("prompt_template") == DEFAULT_TEMPLATE:
+        return DEFAULT_TEMPLATE_NAME, 1
+    return None, None
+
+
 @dataclass(frozen=True)
 class JuryFile:
     """What a ``jury.toml`` holds before it meets a study's rubric: judges, defaults and a template."""
@@ -271,6 +337,8 @@ class JuryFile:
     retry_base_seconds: float = 1.0
     retry_max_seconds: float = 30.0
     defaults: tuple[tuple[str, Any], ...] = ()
+    #: where the file's own template came from (``prompt_template`` or the prompt file's path); empty: none
+    prompt_source: str = ""
 
 
 def load_jury_file(path: str | Path) -> JuryFile:
@@ -325,16 +393,16 @@ def load_jury_file(path: str | Path) -> JuryFile:
             judges.append(JudgeSpec(**{**defaults, **raw}))
         except (ValidationError, TypeError) as exc:
             raise InputFileError(p, str(exc), field=where) from None
-    template = DEFAULT_TEMPLATE
+    template, source = DEFAULT_TEMPLATE, ""
     if "prompt_template" in data and "prompt_file" in data:
         raise InputFileError(p, "give prompt_template or prompt_file, not both")
     if "prompt_template" in data:
-        template = str(data["prompt_template"])
+        template, source = str(data["prompt_template"]), f"prompt_template in {p.name}"
     elif "prompt_file" in data:
         tpath = (p.parent / str(data["prompt_file"])).resolve()
         if not tpath.is_file():
             raise InputFileError(p, f"prompt file {tpath} does not exist", field="prompt_file")
-        template = tpath.read_text(encoding="utf-8")
+        template, source = tpath.read_text(encoding="utf-8"), f"prompt file {tpath.name}"
     try:
         check_template(template)
     except ValidationError as exc:
@@ -347,6 +415,7 @@ def load_jury_file(path: str | Path) -> JuryFile:
         retry_base_seconds=float(data.get("retry_base_seconds", 1.0)),
         retry_max_seconds=float(data.get("retry_max_seconds", 30.0)),
         defaults=tuple(sorted(defaults.items())),
+        prompt_source=source,
     )
 
 
@@ -379,11 +448,13 @@ def build_config(
     concurrency: int | None = None,
     timeout: float | None = None,
     name: str | None = None,
+    template: TemplateVersion | None = None,
 ) -> JuryConfig:
     """Combine a jury file and judges named on the command line or the page into one :class:`JuryConfig`.
 
     Settings given here override the file's top-level defaults and apply to the judges named here; a
-    judge's own settings in the file stay as written.
+    judge's own settings in the file stay as written. ``template`` is the stored template version the
+    judges get, in place of the file's template (or the bundled one).
     """
     file = jury_file or JuryFile()
     defaults: dict[str, Any] = dict(file.defaults)
@@ -392,7 +463,7 @@ def build_config(
     specs = list(file.judges)
     for model in judges:
         specs.append(JudgeSpec(model=model, api_base=api_base, api_key_env=api_key_env, **defaults))
-    return JuryConfig(
+    config = JuryConfig(
         judges=tuple(specs),
         rubric=rubric,
         prompt_template=file.prompt_template,
@@ -401,6 +472,7 @@ def build_config(
         retry_base_seconds=file.retry_base_seconds,
         retry_max_seconds=file.retry_max_seconds,
     )
+    return config.with_template(template) if template is not None else config
 
 
 def judges_from_text(text: str, **settings: Any) -> tuple[JudgeSpec, ...]:

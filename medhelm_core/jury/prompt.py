@@ -29,6 +29,9 @@ from string import Template
 from medhelm_core.errors import ValidationError
 from medhelm_core.rubric import RubricSpec
 
+#: The bundled template is version 1 of the template of this name (see :mod:`medhelm_core.jury.templates`).
+DEFAULT_TEMPLATE_NAME = "medhelm"
+
 DEFAULT_TEMPLATE = """\
 You are a medical expert tasked with evaluating $task.
 Your goal is to assess how well the response addresses the request and how it compares to the gold \

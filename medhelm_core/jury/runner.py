@@ -79,6 +79,8 @@ class RunSummary:
     cost_usd: float
     unpriced: list[str] = field(default_factory=list)
     elapsed_seconds: float = 0.0
+    #: the judges, rubric version and prompt template version the run used (JuryConfig.versions + judges)
+    versions: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (no keys: a config's key variables are names, never values)."""
@@ -190,6 +192,7 @@ async def run_jury_async(
             reused=reused, prompt_tokens=run.prompt_tokens, completion_tokens=run.completion_tokens,
             cost_usd=run.cost_usd, unpriced=sorted(job.unpriced | unpriced_before),
             elapsed_seconds=time.perf_counter() - started,
+            versions={"judges": [j.model for j in config.judges], **config.versions},
         )
 
 

@@ -27,7 +27,7 @@ from sqlmodel import Session, select
 from medhelm_core.audit import record_event
 from medhelm_core.db import transaction
 from medhelm_core.errors import DatabaseError, MedhelmError, NotFoundError, ValidationError
-from medhelm_core.jury.config import JudgeSpec, JuryConfig, sha256_json
+from medhelm_core.jury.config import JudgeSpec, JuryConfig, sha256_json, stored_prompt
 from medhelm_core.jury.prompt import RenderedPrompt, render_prompt
 from medhelm_core.models import Item, JudgeVerdict, JuryRun, Study, VerdictStatus, utcnow
 
@@ -92,13 +92,20 @@ def effective_status(run: JuryRun, now: datetime | None = None) -> str:
 
 
 def find_run(session: Session, study: Study, config: JuryConfig) -> JuryRun | None:
-    """The study's run with this config hash, if one was started before."""
-    return session.exec(
+    """The study's run with this config hash and prompt version, if one was started before.
+
+    Two template versions with the same text give the same hash but are two runs (each labelled with its
+    version; the second copies the first's verdicts instead of asking again). A run stored before versions
+    were recorded names no version and stays the run of its hash.
+    """
+    runs = session.exec(
         select(JuryRun)
         .where(JuryRun.study_id == study.id, JuryRun.config_hash == config.config_hash,
                JuryRun.source == LITELLM_SOURCE)
         .order_by(JuryRun.id)
-    ).first()
+    ).all()
+    wanted = (config.prompt_name or None, config.prompt_version)
+    return next((r for r in runs if stored_prompt(r.config or {}) in (wanted, (None, None))), None)
 
 
 def open_run(session: Session, study: Study, config: JuryConfig) -> JuryRun:
@@ -315,9 +322,13 @@ def _set_state(engine: Engine, run_id: int, status: str | None = None, *, audit_
         if run is None:
             raise NotFoundError(f"no jury run with id {run_id}")
         if audit_actor is not False:
+            config = run.config or {}
+            prompt_name, prompt_version = stored_prompt(config)
             record_event(session, "jury.run", actor=audit_actor, study_id=run.study_id, run_id=run.id,
-                         run=run.name, judges=[j["model"] for j in (run.config or {}).get("judges", [])],
-                         config_hash=run.config_hash, resumed=run.calls_done > 0)
+                         run=run.name, judges=[j["model"] for j in config.get("judges", [])],
+                         config_hash=run.config_hash, resumed=run.calls_done > 0,
+                         rubric_version=(config.get("rubric") or {}).get("version"), prompt_name=prompt_name,
+                         prompt_version=prompt_version)
         merged = {**run_state(run), **state}
         run.config = {**(run.config or {}), "state": merged}
         if status is not None:
