@@ -8,7 +8,10 @@ how many judges it rests on; an item with no surviving judge has no jury score.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
+from sqlalchemy import Select
 from sqlmodel import Session, select
 
 from medhelm_core.models import Item, JudgeVerdict, JuryRun, MetricScore, Rating, RatingSubmission, Study, User
@@ -36,21 +39,38 @@ def items_frame(session: Session, study: Study) -> pd.DataFrame:
     )
 
 
+def select_frame(session: Session, statement: Select, columns: Sequence[str]) -> pd.DataFrame:
+    """The rows of a select of plain columns as a frame, read through SQLAlchemy Core and built column by column.
+
+    The ORM's rows and ``pd.DataFrame(rows)`` cost seconds on the 120,000 ratings of a 20,000-item study;
+    Core rows turned into one list per column cost a fraction of that and give the same frame.
+
+    Examples
+    --------
+    >>> select_frame(session, select(Item.id, Item.benchmark), ["item_id", "benchmark"])  # doctest: +SKIP
+    """
+    rows = session.connection().execute(statement).all()
+    if not rows:
+        return pd.DataFrame(rows, columns=list(columns))
+    return pd.DataFrame(dict(zip(columns, map(list, zip(*rows, strict=True)), strict=True)))
+
+
 def clinician_ratings_frame(session: Session, study: Study) -> pd.DataFrame:
     """Current clinician scores, one row per item, rater and criterion."""
-    rows = session.exec(
+    frame = select_frame(
+        session,
         select(Rating.item_id, User.username, Rating.criterion, Rating.score, Item.benchmark, Item.model)
         .join(Item, Item.id == Rating.item_id)
         .join(User, User.id == Rating.rater_id)
-        .where(Item.study_id == study.id)
-    ).all()
-    frame = pd.DataFrame(rows, columns=["item_id", "rater_id", "criterion", "score", "benchmark", "model"])
+        .where(Item.study_id == study.id),
+        ["item_id", "rater_id", "criterion", "score", "benchmark", "model"],
+    )
     frame.insert(2, "rater_kind", "clinician")
     return frame[LONG_COLUMNS].astype({"score": float})
 
 
 def rating_history_frame(session: Session, study: Study) -> pd.DataFrame:
-    """Every submission ever made (revisions included), one row per submission."""
+    """Every submission ever made (revisions and test-retest repeats included), one row per submission."""
     rows = session.exec(
         select(RatingSubmission, User.username)
         .join(Item, Item.id == RatingSubmission.item_id)
@@ -64,6 +84,7 @@ def rating_history_frame(session: Session, study: Study) -> pd.DataFrame:
                 "item_id": s.item_id,
                 "rater_id": name,
                 "revision": s.revision,
+                "retest": s.retest,
                 **{f"score_{k}": v for k, v in s.scores.items()},
                 "comment": s.comment,
                 "flag": s.flag,

@@ -1,8 +1,10 @@
 """Agreement: the headline ICC table, its charts, a drill-down to any item, and the report (researchers, admins).
 
-Everything is computed by medhelm_core.dashboard and cached under the study's data version (counts and
-latest times of its ratings, verdicts and metric scores), so a rerun reads the cache and a new rating
-invalidates it. Model text is drawn with st.text and dataframes, never as markdown or HTML.
+Everything is computed by medhelm_core.dashboard and kept, process-wide, with the study's data version (counts
+and latest times of its ratings, verdicts and metric scores). After a change the page draws the figures it
+has at once, saying how old they are, while current ones are computed in the background; it polls and reruns
+itself when they are ready. The report always uses current figures. Model text is drawn with st.text and
+dataframes, never as markdown or HTML.
 """
 
 from __future__ import annotations
@@ -17,28 +19,24 @@ from sqlmodel import Session
 from medhelm_core.agreement import COMPOSITE, POOLED
 from medhelm_core.dashboard import (
     ITEM_SELECTION,
-    DashboardData,
+    FigureKey,
     NotEnoughRatingsError,
-    bland_altman,
+    agreement_figures,
     bland_altman_chart,
-    clinician_leniency,
-    compute_agreement,
     data_version,
     default_jury_run,
     distribution_chart,
-    filter_long,
-    headline_table,
+    figures_updating,
+    fresh_figures,
+    freshness_note,
     icc_chart,
     item_detail,
-    item_means,
     judge_chart,
-    judge_table,
     jury_runs,
-    largest_disagreements,
     leniency_chart,
-    load_dashboard_data,
+    retry_figures,
     scatter_chart,
-    score_distribution,
+    study_data,
 )
 from medhelm_core.db import transaction
 from medhelm_core.errors import MedhelmError
@@ -48,45 +46,12 @@ from medhelm_core.report.content import agreement_display, interval, leniency_di
 from medhelm_core.studies import list_studies
 from pages.common import engine, require_role
 
+#: how often a page showing older figures checks whether the current ones are ready
+REFRESH_EVERY = "1s"
+
 who = require_role("admin", "researcher")
 st.title("Agreement")
 eng = engine()
-URL = eng.url.render_as_string(hide_password=False)
-
-
-@st.cache_data(show_spinner="Loading the study's scores...", max_entries=16)
-def load(url: str, study_id: int, run_id: int | None, version: tuple) -> DashboardData:
-    with Session(eng) as session:
-        return load_dashboard_data(session, session.get(Study, study_id), run_id)
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def summary(url: str, study_id: int, run_id: int | None, version: tuple) -> dict:
-    # What the filters and labels need, kept apart from the scores so a warm run never unpickles those.
-    data = load(url, study_id, run_id, version)
-    return {"benchmarks": sorted(data.items["benchmark"].unique()), "models": sorted(data.items["model"].unique()),
-            "criteria": data.criteria, "scale": data.scale, "jury_run": data.jury_run}
-
-
-@st.cache_data(show_spinner="Computing agreement (kept until the ratings change)...", max_entries=32)
-def agreement(url: str, study_id: int, run_id: int | None, version: tuple, protocol: str,
-              benchmarks: tuple[str, ...], models: tuple[str, ...]) -> pd.DataFrame:
-    return compute_agreement(load(url, study_id, run_id, version).long, protocol, benchmarks, models)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def views(url: str, study_id: int, run_id: int | None, version: tuple, benchmarks: tuple[str, ...],
-          models: tuple[str, ...], criterion: str) -> dict:
-    data = load(url, study_id, run_id, version)
-    long = filter_long(data.long, benchmarks, models)
-    means = item_means(long, criterion, data.criteria)
-    return {
-        "means": means,
-        "limits": bland_altman(means),
-        "leniency": clinician_leniency(long, criterion, data.criteria),
-        "distribution": score_distribution(long, data.criteria),
-        "disagreements": largest_disagreements(means, data.items, 10),
-    }
 
 
 def height_of(chart) -> int | str:  # noqa: ANN001 - an Altair chart
@@ -94,6 +59,17 @@ def height_of(chart) -> int | str:  # noqa: ANN001 - an Altair chart
     a nominal y axis to one row when left to size it ("content")."""
     height = getattr(chart, "height", None)
     return int(height) + 110 if isinstance(height, (int, float)) else "content"
+
+
+def stop_on(error: BaseException) -> None:
+    """Say why there are no figures, in one line, and stop; an error that is not ours is raised (a bug)."""
+    if isinstance(error, NotEnoughRatingsError):
+        st.info(str(error))
+    elif isinstance(error, MedhelmError):
+        st.error(str(error))
+    else:
+        raise error
+    st.stop()
 
 
 with Session(eng) as session:
@@ -117,17 +93,48 @@ with st.sidebar:
     protocol = st.radio("Protocol", ["medhelm", "full"], horizontal=True, key="agreement_protocol",
                         help="medhelm: the paper's ICC(3,k) on z-scores with F intervals. full: every ICC form, "
                              "bootstrap intervals and all-clinician designs (slower).")
-run_key = run_id  # None means the latest run; the caches are keyed on the choice, not on what it resolves to
-facts = summary(URL, study.id, run_key, version)
-jury_run = facts["jury_run"]
-run_id = jury_run.id if jury_run else None
+# None means the latest run: the figures are kept per choice, not per what it resolves to.
+scores_key = FigureKey.of(eng, study.id, run_id)
+with st.spinner("Loading the study's scores..."):
+    scores = study_data(eng, scores_key, version)
+if scores.figures is None:
+    stop_on(scores.error)
+data = scores.value
 with st.sidebar:
-    benchmarks = tuple(st.multiselect("Benchmarks (pooled over the chosen)", facts["benchmarks"],
+    benchmarks = tuple(st.multiselect("Benchmarks (pooled over the chosen)", sorted(data.items["benchmark"].unique()),
                                       placeholder="all benchmarks", key="agreement_benchmarks"))
-    models = tuple(st.multiselect("Models", facts["models"], placeholder="all models", key="agreement_models"))
-    criterion_choice = st.selectbox("Criterion", ["all", COMPOSITE, *facts["criteria"]], key="agreement_criterion",
+    models = tuple(st.multiselect("Models", sorted(data.items["model"].unique()), placeholder="all models",
+                                  key="agreement_models"))
+    criterion_choice = st.selectbox("Criterion", ["all", COMPOSITE, *data.criteria], key="agreement_criterion",
                                     help="Rows of the table; the charts use the composite when 'all'.")
 criterion = COMPOSITE if criterion_choice == "all" else criterion_choice
+
+key = FigureKey.of(eng, study.id, scores_key.jury_run, protocol, benchmarks, models)
+with st.spinner("Computing agreement (kept until the ratings change)..."):
+    lookup = agreement_figures(eng, key, version)
+if lookup.figures is None:
+    stop_on(lookup.error)
+figures = lookup.value
+data = figures.data  # the scores these figures were computed from (older ones while an update runs)
+jury_run = data.jury_run
+run_id = jury_run.id if jury_run else None
+note = freshness_note(lookup)
+if note and lookup.error is not None:
+    st.error(note)
+    if st.button("Try again", key="agreement_retry"):
+        retry_figures(key)
+        st.rerun()
+elif note:
+    st.warning(note, icon="⏳")
+if lookup.updating:
+
+    @st.fragment(run_every=REFRESH_EVERY)
+    def rerun_when_current() -> None:
+        """Rerun the page once the figures being computed are ready."""
+        if not figures_updating(key):
+            st.rerun()
+
+    rerun_when_current()
 
 if jury_run is None:
     st.caption("This study has no jury run yet.")
@@ -137,16 +144,8 @@ elif jury_run.recorded:
 else:
     st.caption(jury_run.label)
 
-try:
-    table = agreement(URL, study.id, run_key, version, protocol, benchmarks, models)
-except NotEnoughRatingsError as exc:
-    st.info(str(exc))
-    st.stop()
-except MedhelmError as exc:
-    st.error(str(exc))
-    st.stop()
-
-headline = headline_table(table, protocol)
+table = figures.table
+headline = figures.headline
 shown = headline if criterion_choice == "all" else headline[headline["criterion"] == criterion]
 st.subheader("Headline agreement")
 cards = headline[(headline["benchmark"] == POOLED) & (headline["criterion"] == criterion)]
@@ -189,22 +188,22 @@ def newest_pick(sources: dict[str, list[str]]) -> str:
     return chosen
 
 
-v = views(URL, study.id, run_key, version, benchmarks, models, criterion)
+v = figures.views(criterion)
 picked: dict[str, list[str]] = {}
-if v["means"]["jury"].notna().any():
+if v.means["jury"].notna().any():
     st.subheader("Jury and clinicians per item")
     left, right = st.columns(2)
     with left:
-        scatter = st.altair_chart(scatter_chart(v["means"], facts["scale"]), on_select="rerun", key="agreement_scatter")
+        scatter = st.altair_chart(scatter_chart(v.means, data.scale), on_select="rerun", key="agreement_scatter")
     with right:
-        ba = st.altair_chart(bland_altman_chart(v["means"], v["limits"]), on_select="rerun", key="agreement_ba")
-    lim = v["limits"]
+        ba = st.altair_chart(bland_altman_chart(v.means, v.limits), on_select="rerun", key="agreement_ba")
+    lim = v.limits
     st.caption(f"Bias {lim['bias']:+.2f}, 95% limits of agreement {lim['loa_low']:+.2f} to {lim['loa_high']:+.2f} "
                f"(n = {lim['n_items']}). Click a point to open its item below.")
     for name, event in (("scatter", scatter), ("bland_altman", ba)):
         picked[name] = [str(p["item_id"]) for p in event.selection.get(ITEM_SELECTION, []) if "item_id" in p]
 
-judges = judge_table(table, protocol)
+judges = figures.judges
 st.subheader("Per-judge agreement")
 if judges["judge"].ne("jury (mean)").any():
     per_judge = judge_chart(judges, POOLED, criterion)
@@ -213,23 +212,23 @@ else:
     st.caption("Per-judge agreement needs a jury run with several judges; this one has one (or recorded means).")
 
 st.subheader("Clinicians")
-if v["leniency"].empty:
+if v.leniency.empty:
     st.caption("No clinician ratings in this selection.")
 else:
-    st.altair_chart(leniency_chart(v["leniency"]), width="content")
-    st.dataframe(leniency_display(v["leniency"]), hide_index=True)
+    st.altair_chart(leniency_chart(v.leniency), width="content")
+    st.dataframe(leniency_display(v.leniency), hide_index=True)
 
 st.subheader("Distribution of scores")
-st.altair_chart(distribution_chart(v["distribution"], facts["criteria"]), width="content")
+st.altair_chart(distribution_chart(v.distribution, data.criteria), width="content")
 
 st.subheader("Items")
-if not v["disagreements"].empty:
+if not v.disagreements.empty:
     st.caption("Where the jury and the clinicians differ most; select a row to open the item.")
-    rows = st.dataframe(v["disagreements"], hide_index=True, on_select="rerun", selection_mode="single-row",
+    rows = st.dataframe(v.disagreements, hide_index=True, on_select="rerun", selection_mode="single-row",
                         key="agreement_disagreements",
                         column_config={c: st.column_config.NumberColumn(format="%.2f")
                                        for c in ("clinician_mean", "jury", "difference")})
-    picked["table"] = [str(v["disagreements"].iloc[i]["item_id"]) for i in rows.selection.rows]
+    picked["table"] = [str(v.disagreements.iloc[i]["item_id"]) for i in rows.selection.rows]
 typed = st.text_input("Open an item by id", key="agreement_item_id", placeholder="item id, e.g. 42").strip()
 picked["typed"] = [typed] if typed else []
 chosen = newest_pick(picked)
@@ -270,15 +269,17 @@ with st.expander("Every figure of the agreement engine"):
 
 st.subheader("Calibration report")
 st.caption("A zip with report.html (opens offline), report.pdf, manifest.json and the data bundle (CSV) that "
-           "recomputes every figure, for the filters chosen here.")
-options = ReportOptions(protocol=protocol, benchmarks=benchmarks, models=models, jury_run_id=run_id)
+           "recomputes every figure, for the filters chosen here, from the study's data as it is when you click "
+           "(never from older figures).")
 
 
 def build_report() -> bytes:
+    current = fresh_figures(eng, key)  # waits for the update in flight, if any
+    options = ReportOptions(protocol=protocol, benchmarks=benchmarks, models=models,
+                            jury_run_id=current.data.jury_run.id if current.data.jury_run else None)
     with tempfile.TemporaryDirectory() as tmp, transaction(eng) as session:
-        data = load(URL, study.id, run_key, version)
-        write_report(session, session.get(Study, study.id), Path(tmp), options, data=data, agreement=table,
-                     actor=who)
+        write_report(session, session.get(Study, study.id), Path(tmp), options, data=current.data,
+                     agreement=current.table, actor=who)
         return zip_folder(Path(tmp))
 
 

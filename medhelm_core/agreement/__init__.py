@@ -27,7 +27,8 @@ Main entry point: :func:`agreement_table` (``protocol="medhelm"`` reproduces the
 ``"full"`` adds all ICC forms, bootstrap intervals and all-clinician designs). The pieces it uses are
 public too: :func:`icc_table` (pingouin's six ICCs), :func:`bootstrap_icc`, :func:`icc1_unbalanced`,
 :func:`krippendorff_alpha`, :func:`leave_one_clinician_out`, :func:`weighted_kappa`,
-:func:`koo_li_reading`.
+:func:`koo_li_reading`; :func:`version_agreement` sets jury runs (versions of prompt, rubric wording or
+judges) side by side, with paired bootstrap intervals of their differences.
 """
 
 from medhelm_core.agreement.bootstrap import (
@@ -84,6 +85,7 @@ from medhelm_core.agreement.protocol import (
     agreement_table,
     comparison_name,
 )
+from medhelm_core.agreement.versions import VERSION_COLUMNS, version_agreement
 
 __all__ = [
     "ALL_JUDGES",
@@ -114,6 +116,7 @@ __all__ = [
     "RATER_KINDS",
     "REQUIRED_COLUMNS",
     "TABLE_COLUMNS",
+    "VERSION_COLUMNS",
     "AgreementInputError",
     "agreement_table",
     "bootstrap_distribution",
@@ -135,6 +138,7 @@ __all__ = [
     "pair_agreement",
     "rater_scores",
     "validate_long",
+    "version_agreement",
     "weighted_kappa",
     "weighted_sums_of_squares",
     "wide_matrix",

@@ -283,15 +283,22 @@ def loco_from_scores(scores: pd.DataFrame, standardize: bool = True, confidence:
     """
     clin = scores[scores["rater_kind"] == "clinician"]
     wide = clin.pivot(index="item_id", columns="rater_id", values="score")
-    ratings = clin.pivot(index="item_id", columns="rater_id", values="n_ratings").fillna(0)
+    ratings = clin.pivot(index="item_id", columns="rater_id", values="n_ratings").fillna(0).to_numpy()
+    # Masks and counts in numpy (pandas' notna on a 20,000 x 50 frame, fifty times, took seconds).
+    rated = wide.notna().to_numpy()
+    per_item = rated.sum(axis=1)
+    item_ids = wide.index.to_numpy(dtype=object)
     rows = []
     for rater in sorted(wide.columns):
-        others = wide.drop(columns=rater)
-        shared = wide[rater].notna() & others.notna().any(axis=1)
-        own = wide.loc[shared, rater]
-        rest = others.loc[shared].mean(axis=1)
-        others_used = tuple(sorted(others.columns[others.loc[shared].notna().any(axis=0)]))
-        n_ratings = int(ratings.loc[shared].sum().sum())
+        j = wide.columns.get_loc(rater)
+        shared = rated[:, j] & (per_item > 1)
+        # The others' mean stays pandas' own reduction over the same block of scores, so its sums run in
+        # the same order as before and every figure stays the same to the last bit.
+        rest = wide.loc[shared].drop(columns=rater).mean(axis=1)
+        others_rated = rated[shared].any(axis=0)
+        others_rated[j] = False
+        others_used = tuple(sorted(wide.columns[others_rated]))
+        n_ratings = int(ratings[shared].sum())
         row = {
             "clinician": rater,
             "icc3k": np.nan,
@@ -300,11 +307,11 @@ def loco_from_scores(scores: pd.DataFrame, standardize: bool = True, confidence:
             "n_items": int(shared.sum()),
             "n_ratings": n_ratings,
             "n_others": len(others_used),
-            "items_used": tuple(sorted(own.index)),
+            "items_used": tuple(sorted(item_ids[shared].tolist())),
             "others_used": others_used,
             "note": "",
         }
-        x, y = own.to_numpy(dtype=float), rest.to_numpy(dtype=float)
+        x, y = wide.to_numpy()[shared, j].astype(float), rest.to_numpy(dtype=float)
         row["pearson_r"], row["spearman_rho"] = _correlations(x, y)
         if x.size < MIN_ITEMS:
             row["note"] = f"fewer than {MIN_ITEMS} shared items (n={x.size})"

@@ -18,11 +18,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from medhelm_core.agreement.bootstrap import BOOTSTRAP_METHODS
 from medhelm_core.agreement.contract import COMPOSITE, AgreementInputError, rater_scores, validate_long
 from medhelm_core.agreement.icc import ICC_TYPES
 from medhelm_core.agreement.incomplete import icc1_unbalanced, krippendorff_alpha, loco_from_scores
 from medhelm_core.agreement.interpret import koo_li_interval_reading, koo_li_reading
-from medhelm_core.agreement.pairs import most_shared_pair, pair_agreement
+from medhelm_core.agreement.pairs import zscore_within
+from medhelm_core.agreement.scopes import ScopeScores, on_scale
 
 PROTOCOLS: tuple[str, ...] = ("medhelm", "full")
 POOLED = "pooled"
@@ -48,7 +50,6 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "raters_used",
     "items_used",
 )
-_KIND_ORDER = {"jury": 0, "judge": 1, "metric": 2}
 
 
 def comparison_name(rater_id: str, rater_kind: str, n_jury: int = 1) -> str:
@@ -81,12 +82,8 @@ def comparison_name(rater_id: str, rater_kind: str, n_jury: int = 1) -> str:
     return f"{rater_id}-clinician"
 
 
-def _on_scale(values: pd.Series, labels: Sequence[int]) -> bool:
-    return bool(values.between(min(labels) - 0.5, max(labels) + 0.5).all())
-
-
 def _scope_rows(
-    scores: pd.DataFrame,
+    scope: ScopeScores,
     protocol: str,
     bootstrap: str | None,
     n_resamples: int,
@@ -107,15 +104,15 @@ def _scope_rows(
         "confidence": confidence,
         "kappa_labels": kappa_labels,
     }
-    clin = scores[scores["rater_kind"] == "clinician"]
+    names = scope.rater_names
     rows: list[dict[str, object]] = []
 
-    def add(frame: pd.DataFrame, comparison: str, extra: dict[str, object]) -> None:
-        for rec in frame.to_dict("records"):
+    def add(records: list[dict[str, object]], comparison: str, extra: dict[str, object]) -> None:
+        for rec in records:
             rows.append({"comparison": comparison, **rec, **extra})
 
     # Clinician baseline: the single pair sharing the most items, as in MedHELM.
-    pair = most_shared_pair(clin[["rater_id", "item_id"]])
+    pair = scope.most_shared_pair()
     if pair is None:
         rows.append(
             {
@@ -132,16 +129,15 @@ def _scope_rows(
             }
         )
     else:
-        first, second, shared, ties = pair
-        side = {r: clin[clin["rater_id"] == r].set_index("item_id") for r in (first, second)}
-        a, b = side[first]["score"], side[second]["score"]
-        kappa = _on_scale(a, kappa_labels) and _on_scale(b, kappa_labels)
-        frame = pair_agreement(a, b, kappa_a=a if kappa else None, kappa_b=b if kappa else None, **pair_kwargs)
-        used = list(frame["items_used"].iloc[0])
+        first_code, second_code, shared, ties = pair
+        first, second = str(names[first_code]), str(names[second_code])
+        a, b = scope.side(first_code), scope.side(second_code)
+        kappa = on_scale(a.scores, kappa_labels) and on_scale(b.scores, kappa_labels)
+        found = scope.pair(a, b, kappa=kappa, **pair_kwargs)
         tie_note = f"; {ties} other pair(s) share as many items" if ties else ""
         note = f"pair {first} and {second}, {shared} shared items{tie_note}"
-        n_ratings = int(sum(side[r].loc[used, "n_ratings"].sum() for r in side))
-        for rec in frame.to_dict("records"):
+        n_ratings = int(a.n_ratings[found.in_a].sum() + b.n_ratings[found.in_b].sum())
+        for rec in found.records:
             rec["note"] = "; ".join(p for p in (note, rec["note"]) if p)
             rows.append(
                 {
@@ -153,6 +149,7 @@ def _scope_rows(
                 }
             )
     if full:
+        clin = scope.clinicians
         one_way = icc1_unbalanced(clin).rename(columns={"type": "method", "icc": "estimate"})
         one_way["method"] = one_way["method"] + "_unbalanced"
         one_way["ci_method"] = "F"
@@ -171,12 +168,12 @@ def _scope_rows(
                     "raters_used",
                     "items_used",
                 ]
-            ],
+            ].to_dict("records"),
             CLINICIAN_PAIR,
             {},
         )
         alpha = krippendorff_alpha(clin).assign(ci_low=np.nan, ci_high=np.nan, ci_method="none")
-        add(alpha, CLINICIAN_PAIR, {})
+        add(alpha.to_dict("records"), CLINICIAN_PAIR, {})
         if loco:
             for rec in loco_from_scores(clin, confidence=confidence).to_dict("records"):
                 rows.append(
@@ -198,27 +195,21 @@ def _scope_rows(
                     }
                 )
 
-    clin_mean = clin.groupby("item_id")["score"].mean()
-    clin_ratings = clin.groupby("item_id")["n_ratings"].sum()
-    others = scores[scores["rater_kind"] != "clinician"][["rater_id", "rater_kind"]].drop_duplicates()
-    others = others.assign(order=others["rater_kind"].map(_KIND_ORDER)).sort_values(["order", "rater_id"])
-    n_jury = int((others["rater_kind"] == "jury").sum())
-    for rater, kind in others[["rater_id", "rater_kind"]].itertuples(index=False):
-        mine = scores[scores["rater_id"] == rater].set_index("item_id")
+    clin_mean = scope.mean_clinician
+    clin_mean_z = zscore_within(clin_mean.scores)
+    clin_mean_on_scale = on_scale(clin_mean.scores, kappa_labels)
+    others = scope.others()
+    n_jury = sum(kind == "jury" for _, kind in others)
+    for code, kind in others:
+        rater = str(names[code])
+        mine = scope.side(code)
         # Kappa needs both sides on the rating scale; a metric on 0-1 is not.
-        kappa = kind != "metric" and _on_scale(mine["score"], kappa_labels) and _on_scale(clin_mean, kappa_labels)
-        frame = pair_agreement(
-            clin_mean,
-            mine["score"],
-            kappa_a=clin_mean if kappa else None,
-            kappa_b=mine["score"] if kappa else None,
-            **pair_kwargs,
-        )
-        used = list(frame["items_used"].iloc[0])
-        used_clin = tuple(sorted(clin.loc[clin["item_id"].isin(used), "rater_id"].unique()))
-        n_ratings = int(clin_ratings.loc[used].sum() + mine.loc[used, "n_ratings"].sum())
+        kappa = kind != "metric" and on_scale(mine.scores, kappa_labels) and clin_mean_on_scale
+        found = scope.pair(clin_mean, mine, kappa=kappa, a_z=clin_mean_z, **pair_kwargs)
+        used_clin = scope.clinicians_on(found.shared)
+        n_ratings = int(clin_mean.n_ratings[found.in_a].sum() + mine.n_ratings[found.in_b].sum())
         add(
-            frame,
+            found.records,
             comparison_name(rater, kind, n_jury),
             {"n_ratings": n_ratings, "n_raters": len(used_clin) + 1, "raters_used": (*used_clin, rater)},
         )
@@ -228,7 +219,7 @@ def _scope_rows(
 def clinician_criteria(clin: pd.DataFrame, criteria: Sequence[str] | None = None) -> list[str]:
     """The criteria to report: those the clinicians rated, in their rubric's order (accuracy, completeness,
     clarity; not alphabetical), or the requested ones, each of which the clinicians must have rated."""
-    rubric = list(dict.fromkeys(clin["criterion"]))
+    rubric = list(clin["criterion"].unique())  # in order of first appearance
     if criteria is None:
         return rubric
     unknown = [c for c in criteria if c not in rubric]
@@ -317,12 +308,15 @@ def agreement_table(
     if clin.empty:
         raise AgreementInputError("there are no clinician ratings to compare with")
     rubric = clinician_criteria(clin, criteria)
+    if protocol == "full" and bootstrap not in BOOTSTRAP_METHODS:
+        raise AgreementInputError(f"bootstrap method {bootstrap!r} unknown; use one of {', '.join(BOOTSTRAP_METHODS)}")
+    data = data.drop(columns="model", errors="ignore")  # not used here; one string column fewer to slice
     scopes = [(b, data[data["benchmark"] == b]) for b in known] + [(POOLED, data)]
     rows: list[dict[str, object]] = []
     for bench, part in scopes:
         for criterion in [COMPOSITE, *rubric]:
-            scores = rater_scores(part, criterion, rubric)
-            for row in _scope_rows(scores, protocol, bootstrap, n_resamples, seed, confidence, loco, kappa_labels):
+            scope = ScopeScores(rater_scores(part, criterion, rubric))
+            for row in _scope_rows(scope, protocol, bootstrap, n_resamples, seed, confidence, loco, kappa_labels):
                 rows.append({"benchmark": bench, "criterion": criterion, **row})
     table = pd.DataFrame(rows).reindex(columns=list(TABLE_COLUMNS))
     is_icc = table["method"].str.startswith("ICC")

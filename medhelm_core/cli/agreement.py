@@ -90,18 +90,34 @@ def agreement_cmd(
         [], "--criterion", "-c", help="Criterion of the composite and of the rows (repeatable; default all)."
     ),
     jury_run: int | None = typer.Option(None, "--jury-run", help="Jury run id (default: the newest with verdicts)."),
-    resamples: int = typer.Option(2000, "--resamples", help="Bootstrap resamples of the full protocol."),
+    resamples: int = typer.Option(2000, "--resamples", help="Bootstrap resamples of the full protocol "
+                                  "(and of --versions)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    versions: bool = typer.Option(False, "--versions", help="Compare the jury runs (versions of judges, rubric "
+                                  "and prompt) with each other: agreement of each on the items all scored."),
+    baseline: int | None = typer.Option(None, "--baseline", help="With --versions: the run the others are "
+                                        "compared with (default the oldest)."),
     as_json: bool = JsonOption,
 ) -> None:
     """Agreement of the jury and metrics with the clinicians, and of clinicians with each other.
 
     A block per benchmark, then 'pooled' over them; MedHELM's 0.474 is pooled with -b aci_bench -b medi_qa.
+    With --versions: one row per jury run, MedHELM's ICC(3,k) on the items every run scored (pooled).
+    Each run's change from --baseline gets a paired bootstrap interval; --criterion adds a block for each.
     """
     if protocol not in PROTOCOL_NAMES:
         raise ValidationError(f"--protocol {protocol!r} unknown; use one of {', '.join(PROTOCOL_NAMES)}")
     if resamples < 1:
         raise ValidationError(f"--resamples must be at least 1, got {resamples}")
+    if versions:
+        if protocol != "medhelm":
+            raise ValidationError("--versions compares runs with MedHELM's protocol; leave out --protocol full")
+        if jury_run is not None:
+            raise ValidationError("--versions compares every jury run; leave out --jury-run")
+        _versions(ctx, study, baseline, benchmarks, criteria, resamples, seed, as_json)
+        return
+    if baseline is not None:
+        raise ValidationError("--baseline goes with --versions")
     from medhelm_core.agreement import agreement_table
     from medhelm_core.study_data import scores_long_frame
 
@@ -159,6 +175,53 @@ def agreement_cmd(
     ]
     right = [False] * 4 + [True, False, False, True, True, True, True, True, True, False, False]
     legend = "reading after Koo & Li (2016): poor < 0.5, moderate 0.5-0.75, good 0.75-0.9, excellent > 0.9"
+    emit(records, as_json, "\n".join([header, "", aligned(headers, rows, right), "", legend]))
+
+
+def _versions(ctx: typer.Context, study: str, baseline: int | None, benchmarks: list[str], criteria: list[str],
+              resamples: int, seed: int, as_json: bool) -> None:
+    """``medhelm agreement STUDY --versions``: each jury run's agreement, and its change from the baseline."""
+    from medhelm_core.dashboard.versions_data import load_version_inputs, version_table
+
+    with transaction(engine_for(ctx)) as session:
+        target = get_study(session, study)
+        inputs = load_version_inputs(session, target)
+    if not inputs.runs:
+        raise NotFoundError(f"study {study!r} has no jury run with verdicts to compare; run the jury first")
+    if baseline is not None and baseline not in [r.run_id for r in inputs.runs]:
+        known = ", ".join(str(r.run_id) for r in inputs.runs)
+        raise NotFoundError(f"study {study!r} has no jury run {baseline} with verdicts (runs with verdicts: {known})")
+    table = version_table(inputs, baseline=baseline, criteria=criteria or None, by_criterion=bool(criteria),
+                          benchmarks=benchmarks or None, n_resamples=resamples, seed=seed)
+    records = [{k: plain(v) for k, v in rec.items()} for rec in table.to_dict("records")]
+    base = next(r for r in records if r["baseline"])
+    scope = ", ".join(benchmarks) if benchmarks else "all benchmarks"
+    header = (f"study {study}: jury-clinician agreement per jury run (MedHELM's ICC(3,k) on z-scores), {scope}; "
+              f"each run on the {base['n_items']} items the clinicians and every run scored; "
+              f"differences from baseline run {base['run_id']} with paired bootstrap intervals")
+    headers = ["run", "criterion", "judges; rubric; prompt", "ICC3k", "95% CI (F)", "bootstrap CI", "r", "rho",
+               "items", "own items", "diff", "diff 95% CI", "change"]
+    rows = [
+        [
+            f"{r['run_id']}{' recorded' if r['source'] == 'recorded' else ''}{' (baseline)' if r['baseline'] else ''}",
+            r["criterion"],
+            r["label"].split(": ", 1)[-1],
+            _number(r["estimate"]),
+            _interval(r["ci_low"], r["ci_high"]),
+            _interval(r["boot_ci_low"], r["boot_ci_high"]),
+            _number(r["pearson_r"]),
+            _number(r["spearman_rho"]),
+            str(r["n_items"]),
+            str(r["n_items_run"]),
+            "" if r["baseline"] else _number(r["diff"]),
+            "" if r["baseline"] else _interval(r["diff_ci_low"], r["diff_ci_high"]),
+            r["change"] or "",
+        ]
+        for r in records
+    ]
+    right = [False, False, False, True, False, False, True, True, True, True, True, False, False]
+    legend = ("change: 'higher' or 'lower' when the paired 95% interval of the difference excludes 0, "
+              "else 'no clear change'")
     emit(records, as_json, "\n".join([header, "", aligned(headers, rows, right), "", legend]))
 
 

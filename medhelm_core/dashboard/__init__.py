@@ -12,6 +12,10 @@ Pure functions (no Streamlit) shared by ``pages/agreement.py`` and the calibrati
   :func:`largest_disagreements`.
 - :mod:`~medhelm_core.dashboard.charts`: the Altair charts of those tables.
 - :mod:`~medhelm_core.dashboard.drilldown`: one item with every clinician's and judge's word on it.
+- :mod:`~medhelm_core.dashboard.figures`: the page's figures kept current without making it wait:
+  :func:`agreement_figures` (current figures, or older ones marked stale while a background thread
+  computes the current ones), :func:`fresh_figures` (for exports), :func:`freshness_note`, over the
+  store of :mod:`~medhelm_core.dashboard.refresh`.
 """
 
 from medhelm_core.dashboard.charts import (
@@ -36,6 +40,22 @@ from medhelm_core.dashboard.data import (
     load_dashboard_data,
 )
 from medhelm_core.dashboard.drilldown import ItemDetail, item_detail
+from medhelm_core.dashboard.figures import (
+    AgreementFigures,
+    CriterionViews,
+    FigureKey,
+    agreement_figures,
+    compute_figures,
+    criterion_views,
+    failure_reason,
+    figures_updating,
+    fresh_figures,
+    freshness_note,
+    retry_figures,
+    study_data,
+    wait_for_updates,
+)
+from medhelm_core.dashboard.refresh import Lookup, RefreshStore, Snapshot
 from medhelm_core.dashboard.tables import (
     HEADLINE_COLUMNS,
     HEADLINE_COMPARISONS,
@@ -61,19 +81,32 @@ __all__ = [
     "ITEM_SELECTION",
     "MAX_POINTS",
     "METRIC_LABELS",
+    "AgreementFigures",
+    "CriterionViews",
     "DashboardData",
+    "FigureKey",
     "ItemDetail",
     "JuryRunInfo",
+    "Lookup",
     "NotEnoughRatingsError",
+    "RefreshStore",
+    "Snapshot",
+    "agreement_figures",
     "bland_altman",
     "bland_altman_chart",
     "clinician_leniency",
     "compute_agreement",
+    "compute_figures",
+    "criterion_views",
     "data_version",
     "default_jury_run",
     "display_comparison",
     "distribution_chart",
+    "failure_reason",
+    "figures_updating",
     "filter_long",
+    "fresh_figures",
+    "freshness_note",
     "headline_table",
     "icc_chart",
     "item_detail",
@@ -87,6 +120,9 @@ __all__ = [
     "load_dashboard_data",
     "primary_rows",
     "ratings_shortfall",
+    "retry_figures",
     "scatter_chart",
     "score_distribution",
+    "study_data",
+    "wait_for_updates",
 ]

@@ -18,8 +18,9 @@ from medhelm_core.agreement import (
     MIN_ITEMS,
     POOLED,
     agreement_table,
-    leave_one_clinician_out,
+    loco_from_scores,
     rater_scores,
+    validate_long,
 )
 from medhelm_core.dashboard.data import HEADLINE_METRICS, METRIC_LABELS
 from medhelm_core.errors import MedhelmError
@@ -89,9 +90,10 @@ def ratings_shortfall(long: pd.DataFrame) -> str | None:
             f"Not enough ratings yet: {len(rated)} item(s) have clinician ratings; agreement needs at least "
             f"{MIN_ITEMS} items rated by a clinician and also by a second clinician, the jury or a metric."
         )
-    per_item = clin.groupby("item_id")["rater_id"].nunique()
-    shared = set(per_item.index[per_item >= 2])
-    others = long.loc[(long["rater_kind"] != "clinician") & long["item_id"].isin(rated), "item_id"].unique()
+    per_item = clin.drop_duplicates(["item_id", "rater_id"])["item_id"].value_counts()
+    shared = per_item.index[per_item >= 2]
+    # Sets, not Series.isin: isin with 20,000 id strings takes a second on pandas' Arrow-backed strings.
+    others = set(long.loc[long["rater_kind"] != "clinician", "item_id"].unique()) & set(rated)
     if len(shared) < MIN_ITEMS and len(others) < MIN_ITEMS:
         return (
             f"Not enough ratings yet: {len(rated)} items have clinician ratings, but only {len(shared)} were rated "
@@ -268,8 +270,11 @@ def clinician_leniency(
     lenient than their colleagues). ``spread`` is the SD of their own scores over that pooled SD (1: as
     spread as everyone; near 0: the same score for everything). ``icc3k`` (with its F interval) is
     :func:`~medhelm_core.agreement.leave_one_clinician_out`: each clinician against the mean of the others.
+    Raises :class:`~medhelm_core.agreement.AgreementInputError` for a table that breaks the contract.
     """
-    scores = rater_scores(long, criterion, criteria)
+    # Validated once, and the same per-clinician scores serve the leniency and the agreement with the others
+    # (leave_one_clinician_out would validate and reduce the whole table again).
+    scores = rater_scores(validate_long(long), criterion, criteria)
     clin = scores[scores["rater_kind"] == "clinician"][["item_id", "rater_id", "score"]]
     columns = [
         "clinician",
@@ -300,7 +305,7 @@ def clinician_leniency(
     )
     per["mean_z"] = per["mean_dev"] / pooled_sd if pooled_sd > 0 else np.nan
     per["spread"] = per["sd"] / pooled_sd if pooled_sd > 0 else np.nan
-    loco = leave_one_clinician_out(long, criterion, criteria).set_index("clinician")
+    loco = loco_from_scores(scores).set_index("clinician")
     per = per.join(loco[["icc3k", "ci_low", "ci_high", "n_items", "note"]].rename(columns={"n_items": "loco_items"}))
     per = per.rename_axis("clinician").reset_index()
     per["note"] = per["note"].fillna("")

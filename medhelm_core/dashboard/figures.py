@@ -1,0 +1,254 @@
+"""The Agreement page's figures for a study and a choice of filters, kept current without making the page wait.
+
+Two process-wide :class:`~medhelm_core.dashboard.refresh.RefreshStore` s hold what the page draws: the
+study's scores (:class:`~medhelm_core.dashboard.data.DashboardData`, per database, study and jury-run
+choice) and the figures computed from them (:class:`AgreementFigures`, per those and the protocol, benchmark
+and model filters), each with the :func:`~medhelm_core.dashboard.data.data_version` it was computed at.
+
+A page run passes the current data version. Figures of that version are drawn as they are; older figures
+are drawn at once, with :func:`freshness_note` saying how old they are, while the current ones are computed
+in a background thread (the page polls :func:`figures_updating` and reruns itself); with no figures at all,
+the run computes them and waits. A report export uses :func:`fresh_figures`, never stale ones.
+
+The figures are shared between sessions: callers must not modify their frames.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from medhelm_core.agreement import COMPOSITE
+from medhelm_core.dashboard.data import DashboardData, data_version, load_dashboard_data
+from medhelm_core.dashboard.refresh import Lookup, RefreshStore
+from medhelm_core.dashboard.tables import (
+    bland_altman,
+    clinician_leniency,
+    compute_agreement,
+    filter_long,
+    headline_table,
+    item_means,
+    judge_table,
+    largest_disagreements,
+    score_distribution,
+)
+from medhelm_core.errors import MedhelmError, NotFoundError
+from medhelm_core.models import Study
+
+#: the study's scores: a handful of studies and jury-run choices are open at once; each is tens of MB
+DATA_STORE: RefreshStore[DashboardData] = RefreshStore(max_keys=4, name="study scores")
+#: the figures per choice of filters (they share their study's scores)
+FIGURE_STORE: RefreshStore[AgreementFigures] = RefreshStore(max_keys=16, name="agreement figures")
+
+
+@dataclass(frozen=True)
+class FigureKey:
+    """What a set of figures depends on besides the data: the database, the study and the page's choices.
+
+    ``jury_run`` is the choice (None: the study's default run, resolved when the scores are loaded).
+    """
+
+    database: str
+    study_id: int
+    jury_run: int | None = None
+    protocol: str = "medhelm"
+    benchmarks: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        engine: Engine,
+        study_id: int,
+        jury_run: int | None = None,
+        protocol: str = "medhelm",
+        benchmarks: Sequence[str] = (),
+        models: Sequence[str] = (),
+    ) -> FigureKey:
+        """The key of these choices on ``engine``'s database (its URL without the password)."""
+        return cls(engine.url.render_as_string(hide_password=True), int(study_id), jury_run, protocol,
+                   tuple(benchmarks), tuple(models))
+
+    @property
+    def data_key(self) -> tuple[str, int, int | None]:
+        """The key of the scores these figures are computed from."""
+        return (self.database, self.study_id, self.jury_run)
+
+
+@dataclass(frozen=True)
+class CriterionViews:
+    """The descriptive tables the page charts for one criterion (or the composite)."""
+
+    means: pd.DataFrame
+    limits: dict[str, float]
+    leniency: pd.DataFrame
+    distribution: pd.DataFrame
+    disagreements: pd.DataFrame
+
+
+@dataclass(frozen=True, eq=False)
+class AgreementFigures:
+    """Everything the Agreement page draws for one choice of filters, from one version of the study's scores.
+
+    The agreement table and its headline and per-judge views are computed up front; the per-criterion views
+    on first use (and kept), since most criteria are never looked at.
+    """
+
+    data: DashboardData
+    protocol: str
+    benchmarks: tuple[str, ...]
+    models: tuple[str, ...]
+    table: pd.DataFrame
+    headline: pd.DataFrame
+    judges: pd.DataFrame
+    _views: dict[str, CriterionViews] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def views(self, criterion: str = COMPOSITE) -> CriterionViews:
+        """The descriptive tables of ``criterion``, computed once (two sessions asking at once may both compute
+        them; the figures are the same)."""
+        with self._lock:
+            found = self._views.get(criterion)
+        if found is None:
+            found = criterion_views(self.data, self.benchmarks, self.models, criterion)
+            with self._lock:
+                found = self._views.setdefault(criterion, found)
+        return found
+
+    @property
+    def criteria_viewed(self) -> tuple[str, ...]:
+        """The criteria whose views have been computed (the next version computes them up front)."""
+        with self._lock:
+            return tuple(self._views)
+
+
+def criterion_views(
+    data: DashboardData, benchmarks: Sequence[str] = (), models: Sequence[str] = (), criterion: str = COMPOSITE
+) -> CriterionViews:
+    """Item means, Bland-Altman limits, clinician leniency, score distribution and the largest disagreements."""
+    long = filter_long(data.long, benchmarks, models)
+    means = item_means(long, criterion, data.criteria)
+    return CriterionViews(
+        means=means,
+        limits=bland_altman(means),
+        leniency=clinician_leniency(long, criterion, data.criteria),
+        distribution=score_distribution(long, data.criteria),
+        disagreements=largest_disagreements(means, data.items, 10),
+    )
+
+
+def compute_figures(
+    data: DashboardData,
+    protocol: str = "medhelm",
+    benchmarks: Sequence[str] = (),
+    models: Sequence[str] = (),
+    criteria: Sequence[str] = (COMPOSITE,),
+) -> AgreementFigures:
+    """The agreement table of the chosen benchmarks and models, its headline and per-judge tables, and the
+    views of ``criteria``.
+
+    Raises :class:`~medhelm_core.dashboard.NotEnoughRatingsError` when the data cannot support any figure.
+
+    Examples
+    --------
+    >>> figures = compute_figures(data, "medhelm", ["aci_bench", "medi_qa"])  # doctest: +SKIP
+    >>> figures.headline.query("benchmark == 'pooled'")  # doctest: +SKIP
+    """
+    table = compute_agreement(data.long, protocol, benchmarks, models)
+    figures = AgreementFigures(
+        data=data,
+        protocol=protocol,
+        benchmarks=tuple(benchmarks),
+        models=tuple(models),
+        table=table,
+        headline=headline_table(table, protocol),
+        judges=judge_table(table, protocol),
+    )
+    for criterion in criteria:
+        figures.views(criterion)
+    return figures
+
+
+def load_study_data(engine: Engine, study_id: int, jury_run: int | None = None) -> DashboardData:
+    """:func:`load_dashboard_data` in a session of its own (what a background refresh runs)."""
+    with Session(engine) as session:
+        study = session.get(Study, study_id)
+        if study is None:
+            raise NotFoundError(f"study {study_id} no longer exists")
+        return load_dashboard_data(session, study, jury_run)
+
+
+def study_data(engine: Engine, key: FigureKey, version: Hashable) -> Lookup[DashboardData]:
+    """The study's scores for ``key`` at ``version``: current, or older ones while the current load runs."""
+    return DATA_STORE.lookup(key.data_key, version, lambda: load_study_data(engine, key.study_id, key.jury_run))
+
+
+def agreement_figures(engine: Engine, key: FigureKey, version: Hashable) -> Lookup[AgreementFigures]:
+    """The figures for ``key`` at ``version``: current, or older ones (marked stale) while the current ones are
+    computed in the background; computed here (the caller waits) when there are none yet.
+
+    Examples
+    --------
+    >>> with Session(engine) as session:  # doctest: +SKIP
+    ...     version = data_version(session, study)
+    >>> seen = agreement_figures(engine, FigureKey.of(engine, study.id), version)  # doctest: +SKIP
+    >>> seen.value.headline, seen.stale, freshness_note(seen)  # doctest: +SKIP
+    """
+    return FIGURE_STORE.lookup(key, version, lambda: _compute(engine, key, version))
+
+
+def fresh_figures(engine: Engine, key: FigureKey) -> AgreementFigures:
+    """The figures for the data as it is now (what a report exports): waits for them, never returns stale ones."""
+    with Session(engine) as session:
+        study = session.get(Study, key.study_id)
+        if study is None:
+            raise NotFoundError(f"study {key.study_id} no longer exists")
+        version = data_version(session, study)
+    return FIGURE_STORE.fresh(key, version, lambda: _compute(engine, key, version))
+
+
+def figures_updating(key: FigureKey) -> bool:
+    """True while newer figures for ``key`` are being computed."""
+    return FIGURE_STORE.updating(key)
+
+
+def retry_figures(key: FigureKey) -> None:
+    """Forget a failed update of ``key`` (and of its scores), so that the next page run tries again."""
+    DATA_STORE.retry(key.data_key)
+    FIGURE_STORE.retry(key)
+
+
+def wait_for_updates(timeout: float | None = None) -> bool:
+    """Wait until no background update is running (tests and benchmarks); False when ``timeout`` ran out."""
+    return FIGURE_STORE.wait_all(timeout) and DATA_STORE.wait_all(timeout)
+
+
+def freshness_note(seen: Lookup[AgreementFigures]) -> str | None:
+    """What the page says above figures that are not current (None when they are): how old they are, and
+    whether newer ones are coming or failed."""
+    if seen.figures is None or seen.current:
+        return None
+    as_of = seen.figures.started_at.astimezone().strftime("%H:%M:%S %Z")
+    if seen.error is not None:
+        return (f"Updating the figures failed: {failure_reason(seen.error)}. The figures below are as of {as_of}, "
+                "before the study's latest ratings, verdicts or scores.")
+    return (f"Figures as of {as_of}: the study's ratings, verdicts or scores have changed since. Updating in the "
+            "background; the page refreshes by itself.")
+
+
+def failure_reason(error: BaseException) -> str:
+    """One line for a failed computation: our own errors say what to do; others name their type (the server
+    log has the traceback)."""
+    return str(error) if isinstance(error, MedhelmError) else f"{type(error).__name__}: {error}"
+
+
+def _compute(engine: Engine, key: FigureKey, version: Hashable) -> AgreementFigures:
+    data = DATA_STORE.fresh(key.data_key, version, lambda: load_study_data(engine, key.study_id, key.jury_run))
+    previous = FIGURE_STORE.latest(key)
+    criteria = previous.value.criteria_viewed if previous is not None and previous.value is not None else ()
+    return compute_figures(data, key.protocol, key.benchmarks, key.models, criteria or (COMPOSITE,))
