@@ -14,6 +14,7 @@ import pandas as pd
 from sqlalchemy import Select
 from sqlmodel import Session, select
 
+from medhelm_core.gold import gold_item_ids
 from medhelm_core.models import Item, JudgeVerdict, JuryRun, MetricScore, Rating, RatingSubmission, Study, User
 
 LONG_COLUMNS = ["item_id", "rater_id", "rater_kind", "criterion", "score", "benchmark", "model"]
@@ -197,7 +198,8 @@ def metrics_long_frame(
 
 
 def scores_long_frame(session: Session, study: Study, jury_run_id: int | None = None) -> pd.DataFrame:
-    """Clinicians, the jury and the metrics in one long table for the agreement engine."""
+    """Clinicians, the jury and the metrics in one long table for the agreement engine (gold items left out:
+    they measure the clinicians, see :mod:`medhelm_core.gold`)."""
     parts = [
         clinician_ratings_frame(session, study),
         jury_long_frame(session, study, jury_run_id)[LONG_COLUMNS],
@@ -208,4 +210,5 @@ def scores_long_frame(session: Session, study: Study, jury_run_id: int | None = 
         return pd.DataFrame(columns=LONG_COLUMNS)
     frame = pd.concat(parts, ignore_index=True)
     frame["item_id"] = frame["item_id"].astype(str)
-    return frame
+    gold = {str(i) for i in gold_item_ids(session, study)}
+    return frame[~frame["item_id"].isin(gold)].reset_index(drop=True) if gold else frame

@@ -21,6 +21,7 @@ from medhelm_core.dashboard import (
     ITEM_SELECTION,
     FigureKey,
     NotEnoughRatingsError,
+    VersionKey,
     agreement_figures,
     bland_altman_chart,
     data_version,
@@ -32,16 +33,23 @@ from medhelm_core.dashboard import (
     icc_chart,
     item_detail,
     judge_chart,
+    judge_subset_chart,
     jury_runs,
     leniency_chart,
     retry_figures,
     scatter_chart,
     study_data,
+    version_chart,
+    version_figures,
+    versions_updating,
 )
+from medhelm_core.dashboard.versions_data import comparable_runs
 from medhelm_core.db import transaction
 from medhelm_core.errors import MedhelmError
+from medhelm_core.jury.versions import run_versions
 from medhelm_core.models import Study
 from medhelm_core.report import ReportOptions, write_report, zip_folder
+from medhelm_core.report.alignment import robust_display, subsets_display, versions_display
 from medhelm_core.report.content import agreement_display, interval, leniency_display
 from medhelm_core.studies import list_studies
 from pages.common import engine, require_role
@@ -207,16 +215,69 @@ judges = figures.judges
 st.subheader("Per-judge agreement")
 if judges["judge"].ne("jury (mean)").any():
     per_judge = judge_chart(judges, POOLED, criterion)
-    st.altair_chart(per_judge, width="content", height=height_of(per_judge))
+    st.altair_chart(per_judge, width="stretch", height=height_of(per_judge))
 else:
     st.caption("Per-judge agreement needs a jury run with several judges; this one has one (or recorded means).")
+
+subsets = figures.judge_subsets()
+if not subsets.empty:
+    st.subheader("Which judges to trust")
+    subset_chart = judge_subset_chart(subsets)
+    st.altair_chart(subset_chart, width="stretch", height=height_of(subset_chart))
+    st.dataframe(subsets_display(subsets), hide_index=True)
+    st.caption("Each judge alone, all judges, and the jury without each judge (composite), against the clinicians' "
+               "ceiling: each clinician against the mean of the others (median, with their range as a band).")
+
+st.subheader("Skew-robust agreement")
+robust = figures.robust()
+st.dataframe(robust_display(robust[(robust["benchmark"] == POOLED) & (robust["criterion"] == criterion)]),
+             hide_index=True)
+st.caption("Scores crowd the top of the scale, where the ICC and kappa shrink although raters agree: Gwet's AC2 "
+           "(quadratic weights) stays near the observed agreement. Both on scores rounded to the scale, with 95% "
+           f"BCa bootstrap intervals over items; {criterion}, pooled.")
+
+st.subheader("Jury versions")
+with Session(eng) as session:
+    oldest_first = comparable_runs(session, study)
+if not oldest_first:
+    st.caption("No jury run with verdicts yet.")
+else:
+    with Session(eng) as session:
+        names = {r.id: run_versions(r, session).short_label for r in oldest_first}
+    baseline = st.selectbox("Baseline version", list(names), key="agreement_baseline", format_func=names.get,
+                            help="Every other version's difference from this one gets a paired bootstrap interval.")
+    version_key = VersionKey.of(eng, study.id, benchmarks, baseline)
+    with st.spinner("Comparing the jury versions..."):
+        compared = version_figures(eng, version_key, version)
+    if compared.figures is None:
+        stop_on(compared.error)
+    if compared.stale:
+        st.caption("These are the figures from before the latest changes; updated ones follow by themselves.")
+        if versions_updating(version_key) and not lookup.updating:
+
+            @st.fragment(run_every=REFRESH_EVERY)
+            def rerun_when_versions_current() -> None:
+                if not versions_updating(version_key):
+                    st.rerun()
+
+            rerun_when_versions_current()
+    found = compared.value
+    if not found.table.empty:
+        chart = version_chart(found.table, found.ceiling, found.ceiling_low, found.ceiling_high)
+        st.altair_chart(chart, width="stretch", height=height_of(chart))
+        st.dataframe(versions_display(found.table), hide_index=True)
+        st.caption(f"On the {int(found.table['n_items'].iloc[0])} items every version scored; a change counts when "
+                   "its paired bootstrap interval (the same resampled items for both versions) excludes 0. The band "
+                   "is the clinicians' ceiling.")
 
 st.subheader("Clinicians")
 if v.leniency.empty:
     st.caption("No clinician ratings in this selection.")
 else:
     st.altair_chart(leniency_chart(v.leniency), width="content")
-    st.dataframe(leniency_display(v.leniency), hide_index=True)
+    st.dataframe(leniency_display(v.leniency, data.speed), hide_index=True)
+    st.caption("Fast first ratings: submitted faster than the study's speed threshold (a flag, not an exclusion); "
+               "the Raters page has gold accuracy and test-retest.")
 
 st.subheader("Distribution of scores")
 st.altair_chart(distribution_chart(v.distribution, data.criteria), width="content")

@@ -68,8 +68,9 @@ def test_the_agreement_page_shows_headline_charts_and_the_papers_0474(served, br
     page.get_by_text("Headline agreement").wait_for(timeout=60_000)
     page.get_by_text("jury-clinician").first.wait_for(timeout=30_000)
     charts = page.locator("[data-testid='stVegaLiteChart']")
-    charts.nth(5).wait_for(timeout=30_000)
-    assert charts.count() == 6
+    charts.nth(7).wait_for(timeout=30_000)
+    assert charts.count() == 8  # headline, scatter, Bland-Altman, per judge, judge subsets, versions, clinicians,
+    # distribution
     settle(page)
     shot(page, "agreement_demo")
 
@@ -110,7 +111,7 @@ def test_the_exported_html_report_draws_its_charts_offline(tmp_path, browser):
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(report.as_uri())
     page.locator("#chart-distribution svg").wait_for(timeout=30_000)
-    assert page.locator(".chart svg").count() == len(content.charts) == 6
+    assert page.locator(".chart svg").count() == len(content.charts) == 8
     assert [u for u in asked if not u.startswith("file:")] == [] and errors == []
     assert page.evaluate("window.__pwned === undefined")
     shot(page, "report_html")

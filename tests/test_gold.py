@@ -17,6 +17,8 @@ from medhelm_core.errors import InputFileError
 from medhelm_core.gold import clear_gold, gold_item_ids, gold_ranges_frame, import_gold
 from medhelm_core.models import Assignment, GoldRange, Item, User
 from medhelm_core.rater_report import study_rater_quality
+from medhelm_core.ratings import record_rating
+from medhelm_core.rubric import rubric_spec
 from medhelm_core.studies import get_study, plan_progress
 
 DEMO_GOLD = ANNOTATIONS / "demo" / "gold.csv"
@@ -139,3 +141,30 @@ def test_gold_items_do_not_count_towards_the_plan_and_clearing_them_keeps_rating
         removed = clear_gold(s, study)
         after = plan_progress(s, study, 2)
     assert progress.items_in_study == 45 and removed == 5 and after.items_in_study == 48
+
+
+def test_gold_items_stay_out_of_the_agreement_figures_and_change_the_data_version(demo):
+    from medhelm_core.dashboard import data_version, load_dashboard_data
+    from medhelm_core.study_data import scores_long_frame
+
+    with Session(demo) as s:
+        study = get_study(s, DEMO_STUDY)
+        before = data_version(s, study)
+    with transaction(demo) as s:
+        study = get_study(s, DEMO_STUDY)
+        import_gold(s, study, DEMO_GOLD)
+        assign_balanced(s, study, 2, ["clinician1", "clinician2", "clinician3"])
+        rubric = rubric_spec(s, study.rubric_id)
+        for assignment in s.exec(select(Assignment).where(Assignment.study_id == study.id)).all():
+            record_rating(s, item=s.get(Item, assignment.item_id), rater=s.get(User, assignment.user_id),
+                          rubric=rubric, scores={"accuracy": 4, "completeness": 3, "clarity": 5})
+    with Session(demo) as s:
+        study = get_study(s, DEMO_STUDY)
+        gold = {str(i) for i in gold_item_ids(s, study)}
+        assert data_version(s, study) != before
+        data = load_dashboard_data(s, study)
+        long = scores_long_frame(s, study)
+    assert data.gold_items == 3 and len(data.items) == 48
+    assert set(data.long["item_id"]) == set(long["item_id"]) == {str(i) for i in range(1, 49)} - gold or (
+        len(set(data.long["item_id"])) == 45 and not set(data.long["item_id"]) & gold)
+    assert not set(long["item_id"]) & gold and long["item_id"].nunique() == 45

@@ -203,3 +203,19 @@ def test_the_report_command_prints_json_and_fails_with_one_line(capsys, monkeypa
     code, _, err = run_cli(capsys, "report", DEMO_STUDY, "--out", str(tmp_path), "--protocol", "paper")
     assert code == 1 and "--protocol 'paper' unknown" in err
     assert not any(tmp_path.iterdir())
+
+
+def test_the_report_says_which_judges_and_versions_to_trust_and_bundles_their_tables(demo_report):
+    html = (demo_report / "report.html").read_text(encoding="utf-8")
+    for heading in ("Skew-robust agreement", "Which judges to trust", "Jury versions", "Rater quality: speed"):
+        assert f"<h2>{heading}</h2>" in html
+    text = " ".join(page.extract_text() for page in PdfReader(demo_report / "report.pdf").pages)
+    for words in ("Skew-robust agreement", "Which judges to trust", "Jury versions", "Gwet", "paired"):
+        assert words in text
+    manifest = json.loads((demo_report / "manifest.json").read_text())
+    assert {"data/robust_agreement.csv", "data/judge_subsets.csv", "data/jury_versions.csv",
+            "data/rater_speed.csv"} <= set(manifest["files"])
+    robust = pd.read_csv(demo_report / "data" / "robust_agreement.csv")
+    assert set(robust["method"]) == {"AC2", "kappa_qw"} and "jury-clinician" in set(robust["comparison"])
+    subsets = pd.read_csv(demo_report / "data" / "judge_subsets.csv")
+    assert "clinician ceiling" in set(subsets["subset"]) and "all judges" in set(subsets["subset"])

@@ -12,12 +12,15 @@ Pure functions (no Streamlit) shared by ``pages/agreement.py`` and the calibrati
   :func:`largest_disagreements`.
 - :mod:`~medhelm_core.dashboard.charts`: the Altair charts of those tables.
 - :mod:`~medhelm_core.dashboard.drilldown`: one item with every clinician's and judge's word on it.
+- :mod:`~medhelm_core.dashboard.version_figures` and :mod:`~medhelm_core.dashboard.alignment_charts`: the
+  judge-alignment loop: agreement per jury version against the clinicians' ceiling, and which judges to trust.
 - :mod:`~medhelm_core.dashboard.figures`: the page's figures kept current without making it wait:
   :func:`agreement_figures` (current figures, or older ones marked stale while a background thread
   computes the current ones), :func:`fresh_figures` (for exports), :func:`freshness_note`, over the
   store of :mod:`~medhelm_core.dashboard.refresh`.
 """
 
+from medhelm_core.dashboard.alignment_charts import judge_subset_chart, version_chart
 from medhelm_core.dashboard.charts import (
     ITEM_SELECTION,
     MAX_POINTS,
@@ -73,8 +76,22 @@ from medhelm_core.dashboard.tables import (
     ratings_shortfall,
     score_distribution,
 )
+from medhelm_core.dashboard.version_figures import (
+    VersionFigures,
+    VersionKey,
+    compute_version_figures,
+    version_figures,
+    versions_updating,
+)
 
 __all__ = [
+    "VersionFigures",
+    "VersionKey",
+    "compute_version_figures",
+    "judge_subset_chart",
+    "version_chart",
+    "version_figures",
+    "versions_updating",
     "HEADLINE_COLUMNS",
     "HEADLINE_COMPARISONS",
     "HEADLINE_METRICS",

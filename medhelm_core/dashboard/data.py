@@ -25,7 +25,19 @@ from sqlalchemy import Text, func, type_coerce
 from sqlmodel import Session, col, select
 
 from medhelm_core.errors import NotFoundError
-from medhelm_core.models import Item, JudgeVerdict, JuryRun, MetricScore, Rating, RatingSubmission, Study
+from medhelm_core.gold import gold_item_ids
+from medhelm_core.models import (
+    GoldRange,
+    Item,
+    JudgeVerdict,
+    JuryRun,
+    MetricScore,
+    Rating,
+    RatingSubmission,
+    Study,
+    User,
+)
+from medhelm_core.rater_quality import SPEED_SUMMARY_COLUMNS, speed_summary
 from medhelm_core.rubric import RubricSpec, rubric_spec
 from medhelm_core.study_data import AGREEMENT_METRICS, LONG_COLUMNS, clinician_ratings_frame, select_frame
 
@@ -79,6 +91,11 @@ class DashboardData:
     items: pd.DataFrame = field(hash=False, compare=False)
     jury_run: JuryRunInfo | None = None
     metric_settings: dict[str, dict[str, Any]] = field(default_factory=dict, hash=False, compare=False)
+    #: gold items left out of every figure (they measure the clinicians; see medhelm_core.gold)
+    gold_items: int = 0
+    #: per clinician, first ratings faster than the study's threshold (rater_quality.speed_summary)
+    speed: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(SPEED_SUMMARY_COLUMNS)),
+                                hash=False, compare=False)
 
     @property
     def criteria(self) -> list[str]:
@@ -127,8 +144,12 @@ def data_version(session: Session, study: Study) -> tuple[Any, ...]:
         select(func.count(MetricScore.id), func.max(MetricScore.id), func.max(MetricScore.computed_at)).where(
             col(MetricScore.item_id).in_(in_study)
         ),
+        # Gold ranges decide which items the figures leave out.
+        select(func.count(GoldRange.id), func.max(GoldRange.id), func.sum(GoldRange.low + GoldRange.high)).where(
+            col(GoldRange.item_id).in_(in_study)
+        ),
     ]
-    version: list[Any] = [study.id]
+    version: list[Any] = [study.id, float(study.speed_threshold_seconds)]
     for query in queries:
         row = session.exec(query).one()
         values = row if isinstance(row, tuple) or hasattr(row, "_fields") else (row,)
@@ -262,6 +283,22 @@ def _agreement_metrics(session: Session, study: Study) -> tuple[pd.DataFrame, di
     return picked[["item_id", "rater_id", "score"]], chosen
 
 
+def first_rating_speed(session: Session, study: Study) -> pd.DataFrame:
+    """Per clinician, how many first ratings (ordinary or repeat) were faster than the study's speed threshold."""
+    history = select_frame(
+        session,
+        select(User.username, RatingSubmission.item_id, RatingSubmission.revision, RatingSubmission.elapsed_seconds,
+               RatingSubmission.submitted_at)
+        .join(Item, Item.id == RatingSubmission.item_id)
+        .join(User, User.id == RatingSubmission.rater_id)
+        .where(Item.study_id == study.id, RatingSubmission.revision == 1),
+        ["rater_id", "item_id", "revision", "elapsed_seconds", "submitted_at"],
+    )
+    if history.empty:
+        return pd.DataFrame(columns=list(SPEED_SUMMARY_COLUMNS))
+    return speed_summary(history, study.speed_threshold_seconds)
+
+
 def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None = None) -> DashboardData:
     """Load a study's scores for the dashboard: clinicians, the jury (and its judges) and the headline metrics.
 
@@ -277,8 +314,9 @@ def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None 
     Returns
     -------
     DashboardData
-        ``long`` in the agreement contract (item ids as strings), ``items`` with the identity of every
-        item (no texts), the jury run's description and the metric settings used.
+        ``long`` in the agreement contract (item ids as strings; gold items left out), ``items`` with the
+        identity of every item (no texts), the jury run's description, the metric settings used, the
+        number of gold items left out and each clinician's speed flags.
 
     Examples
     --------
@@ -314,6 +352,9 @@ def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None 
     parts = [p for p in parts if not p.empty]
     long = pd.concat(parts, ignore_index=True)[LONG_COLUMNS] if parts else pd.DataFrame(columns=LONG_COLUMNS)
     long = long.astype({"item_id": str, "rater_id": str, "score": float})
+    gold = {str(i) for i in gold_item_ids(session, study)}
+    if gold:
+        long = long[~long["item_id"].isin(gold)].reset_index(drop=True)
     return DashboardData(
         study_id=int(study.id),
         study_name=study.name,
@@ -322,4 +363,6 @@ def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None 
         items=items,
         jury_run=info,
         metric_settings=settings,
+        gold_items=len(gold),
+        speed=first_rating_speed(session, study),
     )

@@ -23,7 +23,8 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from medhelm_core.agreement import COMPOSITE
+from medhelm_core.agreement import COMPOSITE, JUDGE_SUBSET_COLUMNS, judge_subset_agreement
+from medhelm_core.agreement.robust import robust_table
 from medhelm_core.dashboard.data import DashboardData, data_version, load_dashboard_data
 from medhelm_core.dashboard.refresh import Lookup, RefreshStore
 from medhelm_core.dashboard.tables import (
@@ -107,7 +108,34 @@ class AgreementFigures:
     headline: pd.DataFrame
     judges: pd.DataFrame
     _views: dict[str, CriterionViews] = field(default_factory=dict, repr=False)
+    _extras: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def robust(self) -> pd.DataFrame:
+        """Gwet's AC2 and the weighted kappa with bootstrap intervals beside the ICC
+        (:func:`~medhelm_core.agreement.robust.robust_table`), computed once."""
+        return self._extra("robust")
+
+    def judge_subsets(self) -> pd.DataFrame:
+        """Each judge alone, the whole jury and every jury without one judge against the clinicians, with the
+        clinicians' own ceiling (:func:`~medhelm_core.agreement.judge_subset_agreement`, composite), computed
+        once; empty when the jury run has fewer than two judges."""
+        return self._extra("judge_subsets")
+
+    def _extra(self, name: str) -> pd.DataFrame:
+        with self._lock:
+            found = self._extras.get(name)
+        if found is None:
+            found = EXTRAS[name](self)
+            with self._lock:
+                found = self._extras.setdefault(name, found)
+        return found
+
+    @property
+    def extras_viewed(self) -> tuple[str, ...]:
+        """The extra tables computed so far (the next version computes them up front)."""
+        with self._lock:
+            return tuple(self._extras)
 
     def views(self, criterion: str = COMPOSITE) -> CriterionViews:
         """The descriptive tables of ``criterion``, computed once (two sessions asking at once may both compute
@@ -142,12 +170,30 @@ def criterion_views(
     )
 
 
+def _robust(figures: AgreementFigures) -> pd.DataFrame:
+    low, high = figures.data.scale
+    long = filter_long(figures.data.long, None, figures.models)
+    return robust_table(long, list(figures.benchmarks) or None, labels=tuple(range(low, high + 1)))
+
+
+def _judge_subsets(figures: AgreementFigures) -> pd.DataFrame:
+    long = filter_long(figures.data.long, figures.benchmarks, figures.models)
+    if long.loc[long["rater_kind"] == "judge", "rater_id"].nunique() < 2:
+        return pd.DataFrame(columns=list(JUDGE_SUBSET_COLUMNS))
+    return judge_subset_agreement(long, by_benchmark=True)
+
+
+#: the tables computed on first use, by name
+EXTRAS = {"robust": _robust, "judge_subsets": _judge_subsets}
+
+
 def compute_figures(
     data: DashboardData,
     protocol: str = "medhelm",
     benchmarks: Sequence[str] = (),
     models: Sequence[str] = (),
     criteria: Sequence[str] = (COMPOSITE,),
+    extras: Sequence[str] = (),
 ) -> AgreementFigures:
     """The agreement table of the chosen benchmarks and models, its headline and per-judge tables, and the
     views of ``criteria``.
@@ -171,6 +217,8 @@ def compute_figures(
     )
     for criterion in criteria:
         figures.views(criterion)
+    for name in extras:
+        figures._extra(name)
     return figures
 
 
@@ -250,5 +298,7 @@ def failure_reason(error: BaseException) -> str:
 def _compute(engine: Engine, key: FigureKey, version: Hashable) -> AgreementFigures:
     data = DATA_STORE.fresh(key.data_key, version, lambda: load_study_data(engine, key.study_id, key.jury_run))
     previous = FIGURE_STORE.latest(key)
-    criteria = previous.value.criteria_viewed if previous is not None and previous.value is not None else ()
-    return compute_figures(data, key.protocol, key.benchmarks, key.models, criteria or (COMPOSITE,))
+    seen = previous.value if previous is not None and previous.value is not None else None
+    criteria = seen.criteria_viewed if seen is not None else ()
+    extras = seen.extras_viewed if seen is not None else ()
+    return compute_figures(data, key.protocol, key.benchmarks, key.models, criteria or (COMPOSITE,), extras)

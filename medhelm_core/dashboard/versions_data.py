@@ -18,13 +18,14 @@ from sqlmodel import Session, col, select
 from medhelm_core.agreement.versions import version_agreement
 from medhelm_core.dashboard.data import judge_scores_frame
 from medhelm_core.errors import NotFoundError
+from medhelm_core.gold import gold_item_ids
 from medhelm_core.jury.versions import RunVersions, run_versions
 from medhelm_core.models import JudgeVerdict, JuryRun, Study
 from medhelm_core.study_data import clinician_ratings_frame
 
 JURY_COLUMNS = ["run_id", "item_id", "criterion", "score", "label"]
 #: what each row of the per-version table adds about its run
-RUN_COLUMNS = ["source", "judges", "rubric_version", "prompt_name", "prompt_version"]
+RUN_COLUMNS = ["source", "judges", "rubric_version", "prompt_name", "prompt_version", "short_label"]
 
 
 @dataclass(frozen=True)
@@ -94,12 +95,17 @@ def load_version_inputs(session: Session, study: Study, run_ids: Sequence[int] |
     juries = pd.concat(parts, ignore_index=True)[JURY_COLUMNS] if parts else pd.DataFrame(columns=JURY_COLUMNS)
     clinicians = clinician_ratings_frame(session, study)
     clinicians["item_id"] = clinicians["item_id"].astype(str)
+    gold = {str(i) for i in gold_item_ids(session, study)}  # they measure the clinicians, not the jury
+    if gold:
+        clinicians = clinicians[~clinicians["item_id"].isin(gold)].reset_index(drop=True)
+        juries = juries[~juries["item_id"].astype(str).isin(gold)].reset_index(drop=True)
     return VersionInputs(int(study.id), study.name, clinicians, juries, infos)
 
 
 def version_table(inputs: VersionInputs, **options: object) -> pd.DataFrame:
     """:func:`~medhelm_core.agreement.versions.version_agreement` on loaded inputs, with each run's
-    ``source``, ``judges`` (tuple), ``rubric_version``, ``prompt_name`` and ``prompt_version`` added.
+    ``source``, ``judges`` (tuple), ``rubric_version``, ``prompt_name``, ``prompt_version`` and ``short_label``
+    (an axis label) added.
 
     ``options`` are those of ``version_agreement`` (``baseline``, ``by_criterion``, ``criteria``,
     ``benchmarks``, ``bootstrap``, ``n_resamples``, ``seed``, ``confidence``).
@@ -107,7 +113,8 @@ def version_table(inputs: VersionInputs, **options: object) -> pd.DataFrame:
     table = version_agreement(inputs.clinicians, inputs.juries, **options)
     info = pd.DataFrame(
         [{"run_id": r.run_id, "source": r.source, "judges": r.judges, "rubric_version": r.rubric_version,
-          "prompt_name": r.prompt_name, "prompt_version": r.prompt_version} for r in inputs.runs],
+          "prompt_name": r.prompt_name, "prompt_version": r.prompt_version, "short_label": r.short_label}
+         for r in inputs.runs],
         columns=["run_id", *RUN_COLUMNS],
     )
     return table.merge(info, on="run_id", how="left")

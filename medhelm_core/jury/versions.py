@@ -78,6 +78,14 @@ class RunVersions:
         return (f"run {self.run_id}{kind}: {self.judges_label}; rubric {self.rubric_label}; "
                 f"prompt {self.prompt_label}")
 
+    @property
+    def short_label(self) -> str:
+        """What tells versions apart at a glance (an axis label): ``run 3: prompt medhelm v2, rubric medhelm v1,
+        2 judges``; the judges' names are in :attr:`label`."""
+        kind = " (recorded)" if self.recorded else ""
+        return (f"run {self.run_id}{kind}: prompt {self.prompt_label}, rubric {self.rubric_label}, "
+                f"{len(self.judges)} judge{'s' if len(self.judges) != 1 else ''}")
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data with the labels, for ``--json`` and tables."""
         return {

@@ -63,7 +63,26 @@ def bundle_tables(session: Session, study: Study, content: ReportContent) -> dic
         "rating_history": rating_history_frame(session, study),
         "verdicts": verdicts,
         "metrics": metrics,
+        **_alignment_tables(content),
     }
+
+
+def _alignment_tables(content: ReportContent) -> dict[str, pd.DataFrame]:
+    """The tables behind the report's sections on trusting the jury (only those that hold rows)."""
+    tables: dict[str, pd.DataFrame | None] = {
+        "robust_agreement": content.robust,
+        "judge_subsets": content.subsets,
+        "jury_versions": content.version_figures.table if content.version_figures is not None else None,
+    }
+    if content.quality is not None:
+        tables.update(rater_speed=content.quality.speed, gold_accuracy=content.quality.gold,
+                      test_retest=content.quality.retest)
+    out = {}
+    for stem, frame in tables.items():
+        if frame is not None and not frame.empty:
+            out[stem] = frame.assign(**{c: frame[c].map(lambda t: json.dumps(list(t)))
+                                        for c in ("judges",) if c in frame})
+    return out
 
 
 def manifest(content: ReportContent, files: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -19,27 +19,33 @@ import altair as alt
 import pandas as pd
 from sqlmodel import Session, col, select
 
-from medhelm_core.agreement import COMPOSITE, POOLED, PROTOCOLS
+from medhelm_core.agreement import COMPOSITE, JUDGE_SUBSET_COLUMNS, POOLED, PROTOCOLS, judge_subset_agreement
+from medhelm_core.agreement.robust import robust_table
 from medhelm_core.dashboard import (
     DashboardData,
+    VersionFigures,
     bland_altman,
     bland_altman_chart,
     clinician_leniency,
     compute_agreement,
+    compute_version_figures,
     distribution_chart,
     filter_long,
     headline_table,
     icc_chart,
     item_means,
     judge_chart,
+    judge_subset_chart,
     judge_table,
     largest_disagreements,
     leniency_chart,
     scatter_chart,
     score_distribution,
+    version_chart,
 )
 from medhelm_core.errors import ValidationError
 from medhelm_core.models import Item, Study
+from medhelm_core.rater_report import RaterQuality, study_rater_quality
 from medhelm_core.schema import current_revision
 
 #: distributions whose versions decide the figures (or how they are drawn); listed in the manifest
@@ -64,6 +70,8 @@ CHART_TITLES = {
     "judges": "Per-judge agreement with clinicians",
     "clinicians": "Clinicians: leniency and agreement with each other",
     "distribution": "Distribution of scores",
+    "judge_subsets": "Which judges to trust",
+    "versions": "Jury versions: agreement with clinicians",
 }
 
 
@@ -109,6 +117,14 @@ class ReportContent:
     distribution: pd.DataFrame
     disagreements: pd.DataFrame
     charts: dict[str, alt.TopLevelMixin] = field(default_factory=dict)
+    #: AC2 and weighted kappa beside the ICC (agreement.robust.robust_table)
+    robust: pd.DataFrame | None = None
+    #: each judge alone and every jury without one judge, with the clinicians' ceiling
+    subsets: pd.DataFrame | None = None
+    #: jury-clinician agreement per jury version (run), on the items all scored
+    version_figures: VersionFigures | None = None
+    #: speed flags, gold accuracy and test-retest of the clinicians
+    quality: RaterQuality | None = None
 
     @property
     def benchmarks(self) -> list[str]:
@@ -192,6 +208,13 @@ def report_content(
     if options.item_texts:
         texts = _excerpts(session, disagreements["item_id"].tolist())
         disagreements["output_excerpt"] = disagreements["item_id"].map(texts).fillna("")
+    low, high = data.scale
+    robust = robust_table(filter_long(data.long, None, options.models), options.benchmarks or None,
+                          labels=tuple(range(low, high + 1)), n_resamples=options.n_resamples, seed=options.seed)
+    subsets = pd.DataFrame(columns=list(JUDGE_SUBSET_COLUMNS))
+    if long.loc[long["rater_kind"] == "judge", "rater_id"].nunique() >= 2:
+        subsets = judge_subset_agreement(long, by_benchmark=True)
+    versions = compute_version_figures(session, study, options.benchmarks, n_resamples=options.n_resamples)
     charts: dict[str, alt.TopLevelMixin] = {"icc": icc_chart(headline)}
     if means["jury"].notna().any():
         charts["scatter"] = scatter_chart(means, data.scale)
@@ -202,6 +225,11 @@ def report_content(
         charts["clinicians"] = leniency_chart(leniency)
     if not distribution.empty:
         charts["distribution"] = distribution_chart(distribution, data.criteria)
+    if not subsets.empty:
+        charts["judge_subsets"] = judge_subset_chart(subsets)
+    if not versions.table.empty:
+        charts["versions"] = version_chart(versions.table, versions.ceiling, versions.ceiling_low,
+                                           versions.ceiling_high)
     return ReportContent(
         options=options,
         data=data,
@@ -219,6 +247,10 @@ def report_content(
         distribution=distribution,
         disagreements=disagreements,
         charts=charts,
+        robust=robust,
+        subsets=subsets,
+        version_figures=versions,
+        quality=study_rater_quality(session, study),
     )
 
 
@@ -291,9 +323,10 @@ def disagreements_display(d: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
-def leniency_display(le: pd.DataFrame) -> pd.DataFrame:
-    """Clinician leniency and agreement with the others as strings."""
-    return pd.DataFrame(
+def leniency_display(le: pd.DataFrame, speed: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Clinician leniency and agreement with the others as strings; with ``speed``
+    (:func:`~medhelm_core.rater_quality.speed_summary`), each clinician's fast first ratings too."""
+    out = pd.DataFrame(
         {
             "clinician": le["clinician"],
             "items": le["n_items"],
@@ -309,3 +342,8 @@ def leniency_display(le: pd.DataFrame) -> pd.DataFrame:
             "note": le["note"],
         }
     )
+    if speed is not None and not speed.empty:
+        fast = speed.set_index("rater_id")
+        flags = {r: f"{int(row.n_fast)} of {int(row.n_timed)}" for r, row in fast.iterrows()}
+        out.insert(6, "fast first ratings", le["clinician"].map(flags).fillna("n/a"))
+    return out

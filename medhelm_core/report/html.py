@@ -15,6 +15,7 @@ from html import escape
 import altair as alt
 import pandas as pd
 
+from medhelm_core.report.alignment import alignment_sections
 from medhelm_core.report.content import (
     CHART_TITLES,
     ReportContent,
@@ -150,11 +151,15 @@ def render_html(content: ReportContent, bundle_files: dict[str, int] | None = No
                 )
             ),
         ]
+    for section in alignment_sections(content):
+        parts += [f"<h2>{esc(section.heading)}</h2>", f"<p>{esc(section.text)}</p>" if section.text else "",
+                  _chart(section.chart, content) if section.chart else "",
+                  table_html(section.table, numeric=set()) if section.table is not None else ""]
     if "clinicians" in content.charts:
         parts += [
             f"<h2>{CHART_TITLES['clinicians']}</h2>",
             _chart("clinicians", content),
-            table_html(leniency_display(content.leniency)),
+            table_html(leniency_display(content.leniency, content.data.speed)),
         ]
     if "distribution" in content.charts:
         parts += [f"<h2>{CHART_TITLES['distribution']}</h2>", _chart("distribution", content)]

@@ -107,6 +107,7 @@ def method_paragraphs(content: ReportContent) -> list[tuple[str, str]]:
                 "size k0 for unequal numbers of ratings per item, and Krippendorff's alpha (interval and ordinal).",
             )
         )
+    out += _alignment_paragraphs(content)
     out.append(
         (
             "Readings and charts",
@@ -129,6 +130,60 @@ def method_paragraphs(content: ReportContent) -> list[tuple[str, str]]:
             "call pingouin.intraclass_corr on the two columns; its ICC3k row is the figure.",
         )
     )
+    return out
+
+
+def _alignment_paragraphs(content: ReportContent) -> list[tuple[str, str]]:
+    """How the figures on trusting the jury were computed: gold items, AC2 and kappa, judges, versions, raters."""
+    opts, data = content.options, content.data
+    out: list[tuple[str, str]] = []
+    if data.gold_items:
+        out.append(("Gold items", f"{data.gold_items} gold items (items with an expected score range, rated by every "
+                    "clinician to measure their accuracy) are left out of every agreement figure: every clinician "
+                    "shares them, which would make them decide the clinician pair, and they are chosen for being "
+                    "clear-cut."))
+    out.append((
+        "Skew-robust agreement",
+        "Beside each ICC, Gwet's AC2 with quadratic weights (Gwet 2008 and 2014: chance agreement from how the "
+        "ratings spread over the categories of the whole scale) and Cohen's quadratic-weighted kappa, for the "
+        "clinician pair and for the mean clinician against the jury and each judge. Both sides are rounded to the "
+        "nearest level of the scale first (half to even), since means and composites fall between levels. "
+        f"Their 95% intervals are BCa bootstrap intervals over items ({opts.n_resamples} resamples, seed "
+        f"{opts.seed}); with two raters per item both coefficients depend on the items only through the table of "
+        "score pairs, so an item resample is drawn as a multinomial sample of that table's cells, with the exact "
+        "leave-one-item-out jackknife for the acceleration.",
+    ))
+    if content.subsets is not None and not content.subsets.empty:
+        out.append((
+            "Which judges to trust",
+            "Each judge alone, all judges together, and the jury without each judge are compared with the "
+            "clinicians as the jury is (mean over the subset's judges per item, composite, each side z-scored, "
+            "ICC(3,k) with its F interval). The clinicians' ceiling is each clinician against the mean of the "
+            "other clinicians on the items they share (ICC(3,k), z-scored), summarised by its median and range "
+            "over clinicians: a reference for what a judge could reach, not a bound.",
+        ))
+    versions = content.version_figures
+    if versions is not None and not versions.table.empty:
+        out.append((
+            "Jury versions",
+            "Every jury run with verdicts is a version, labelled with its judges, the rubric version the judges saw "
+            "and the prompt template version. Each is compared with the mean clinician as in the headline "
+            "(ICC(3,k) of z-scored composites, F interval), all on the items that the clinicians and every version "
+            "scored, so the figures are comparable. The difference of each version's ICC from the baseline's "
+            f"(the first run) has a paired percentile bootstrap interval ({opts.n_resamples} resamples of the "
+            f"common items, seed {opts.seed}, the same resamples for every version); a change is called higher "
+            "or lower only when that interval excludes 0.",
+        ))
+    out.append((
+        "Rater quality",
+        (f"A first rating submitted faster than the study's threshold ({content.quality.threshold_seconds:g} s) "
+         "is flagged, not excluded. " if content.quality else "")
+        + "Gold accuracy is the share of a clinician's current scores on gold items that fall within the expected "
+        "range. Test-retest shows a share of each clinician's rated items to them again later, unannounced; the "
+        "repeat is stored apart and never counts as a second rater, and each clinician's agreement with "
+        "themselves is ICC(A,1) (two-way, absolute agreement, single rating; Koo and Li 2016) of their first "
+        "and repeated scores.",
+    ))
     return out
 
 

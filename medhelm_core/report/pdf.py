@@ -16,6 +16,7 @@ import pandas as pd
 from fpdf import FPDF
 from fpdf.fonts import FontFace
 
+from medhelm_core.report.alignment import alignment_sections
 from medhelm_core.report.content import (
     CHART_TITLES,
     ReportContent,
@@ -193,9 +194,18 @@ def render_pdf(content: ReportContent) -> bytes:
         )
     if "judges" in content.charts:
         _chart(pdf, content, "judges", CHART_TITLES["judges"])
+    for section in alignment_sections(content):
+        if section.chart:
+            _chart(pdf, content, section.chart, section.heading)
+        else:
+            _heading(pdf, section.heading, 11, keep=20)
+        if section.text:
+            _paragraph(pdf, section.text)
+        if section.table is not None:
+            _table(pdf, section.table, 6)
     if "clinicians" in content.charts:
         _chart(pdf, content, "clinicians", CHART_TITLES["clinicians"])
-        _table(pdf, leniency_display(content.leniency), 6)
+        _table(pdf, leniency_display(content.leniency, content.data.speed), 6)
     if "distribution" in content.charts:
         _chart(pdf, content, "distribution", CHART_TITLES["distribution"])
     _heading(pdf, "Every figure", keep=20)
