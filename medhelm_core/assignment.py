@@ -26,7 +26,7 @@ from sqlmodel import Session, select
 from medhelm_core.audit import Actor, record_event
 from medhelm_core.errors import NotFoundError, ValidationError
 from medhelm_core.gold import gold_item_ids
-from medhelm_core.models import Assignment, Item, Rating, RatingSubmission, Role, Study, User
+from medhelm_core.models import RECORDED_RATER, Assignment, Item, Rating, RatingSubmission, Role, Study, User
 
 #: exhaustive search over tied clinicians up to this many subsets per item, greedy beyond
 MAX_SUBSETS = 2000
@@ -148,10 +148,11 @@ def queue_position(seed: int, user_id: int, item_id: int) -> int:
 
 
 def study_clinicians(session: Session, usernames: Sequence[str] | None = None) -> list[User]:
-    """Active clinicians: the named ones (each must exist and be a clinician), else all of them."""
+    """Active clinicians: the named ones (each must exist and be a clinician), else all of them except the
+    recorded raters a ratings import created (MedHELM's 17 raters, say: they cannot rate here unless named)."""
     query = select(User).where(User.role == Role.clinician.value, User.is_active == True)  # noqa: E712
     if not usernames:
-        return list(session.exec(query.order_by(User.id)).all())
+        return [u for u in session.exec(query.order_by(User.id)).all() if not (u.meta or {}).get(RECORDED_RATER)]
     found = {u.username: u for u in session.exec(query.where(User.username.in_(list(usernames)))).all()}
     missing = [n for n in usernames if n not in found]
     if missing:

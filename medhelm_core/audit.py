@@ -5,8 +5,11 @@ committed, or rolled back, together with the change it describes: there is never
 audit row, nor an audit row for a change that did not happen. :func:`audit_events` reads the trail back
 for ``medhelm audit export``.
 
-Actions in use: ``rating.submitted``, ``assignment.balanced``, ``assignment.moved``, ``import``,
-``export``, ``user.added``, ``user.disabled``, ``user.password_changed``; the jury adds ``jury.run``.
+Actions in use: ``rating.submitted``, ``adjudication.submit``, ``assignment.balanced``,
+``assignment.moved``, ``import``, ``export``, ``report.export``, ``user.added``, ``user.disabled``,
+``user.password_changed``; study design adds ``study.plan``, ``study.retest``, ``study.speed_threshold``,
+``adjudication.threshold``, ``gold.import`` and ``gold.clear``; the jury adds ``jury.run``,
+``prompt_template.saved`` and ``rubric.version_saved``.
 Details never hold passwords, tokens, keys or free text a clinician typed (that may name a patient).
 """
 

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlmodel import Session, col, select
 
 from medhelm_core.audit import Actor, record_event
@@ -27,6 +26,9 @@ from medhelm_core.errors import InputFileError
 from medhelm_core.importers.tabular import rows as file_rows
 from medhelm_core.models import GoldRange, Item, Study
 from medhelm_core.rubric import rubric_spec
+
+if TYPE_CHECKING:  # pandas is imported where it is used: `medhelm --help` should not wait for it
+    import pandas as pd
 
 GOLD_COLUMNS: tuple[str, ...] = ("item_id", "benchmark", "instance_id", "model", "criterion", "low", "high", "note")
 _FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
@@ -176,6 +178,8 @@ def gold_item_ids(session: Session, study: Study) -> set[int]:
 def gold_ranges_frame(session: Session, study: Study) -> pd.DataFrame:
     """The study's gold ranges: ``item_id``, ``benchmark``, ``instance_id``, ``model``, ``criterion``, ``low``,
     ``high``, ``note`` (researchers only: it holds the model's name)."""
+    import pandas as pd
+
     rows = session.exec(
         select(GoldRange.item_id, Item.benchmark, Item.instance_id, Item.model, GoldRange.criterion, GoldRange.low,
                GoldRange.high, GoldRange.note)

@@ -135,6 +135,11 @@ class Item(SQLModel, table=True):
     created_at: datetime = _when()
 
 
+#: ``User.meta`` key of the clinician accounts a ratings import created (raters of a recorded study, such as
+#: MedHELM's validation): kept out of assignment unless named
+RECORDED_RATER = "recorded_rater"
+
+
 class User(SQLModel, table=True):
     """An account. Clinicians imported from a ratings file have no password until one is set."""
 

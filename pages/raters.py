@@ -176,7 +176,7 @@ st.caption(
 with st.form("assign"):
     overlap = st.number_input("Clinicians per item", min_value=1, max_value=max(len(clinicians), 1),
                               value=min(study.overlap, max(len(clinicians), 1)), key="overlap")
-    chosen = st.multiselect("Clinicians (empty: all active clinicians)", clinicians)
+    chosen = st.multiselect("Clinicians (empty: all of them)", clinicians)
     go = st.form_submit_button("Assign", type="primary")
 if go:
     try:

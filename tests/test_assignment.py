@@ -118,3 +118,19 @@ def test_reassign_moves_unrated_items_only(study_with_clinicians):
     with pytest.raises(ValidationError, match="not an active clinician"):
         with transaction(engine) as s:
             reassign(s, study, rows[2].item_id, "c1", "boss")
+
+
+
+def test_the_raters_of_an_imported_study_get_work_only_when_named(sqlite_engine):
+    """MedHELM's 17 recorded raters (no accounts here) never receive the demo study's items by default."""
+    from medhelm_core.assignment import study_clinicians
+    from medhelm_core.demo import seed_demo
+    from medhelm_core.studies import get_study
+
+    seed_demo(sqlite_engine)
+    with transaction(sqlite_engine) as s:
+        demo_clinicians = {u.id: u.username for u in study_clinicians(s)}
+        plan = assign_balanced(s, get_study(s, "demo"), overlap=2)
+        named = [u.username for u in study_clinicians(s, ["clinician_01"])]
+    assert sorted(demo_clinicians.values()) == ["clinician1", "clinician2", "clinician3"]
+    assert set(plan.loads) == set(demo_clinicians) and named == ["clinician_01"]

@@ -1,7 +1,12 @@
-"""The ``medhelm`` command: help everywhere, JSON where it prints, one clear stderr line on failure."""
+"""The ``medhelm`` command: help everywhere, JSON where it prints, one clear stderr line on failure.
+
+A few tests run the real entry point in a subprocess; the rest call :func:`medhelm_core.cli.main` in
+process, which is the same code path after interpreter start-up, at a fraction of the cost.
+"""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -17,14 +22,37 @@ COMMANDS = [[], ["init"], ["import"], ["export"], ["studies"], ["demo"], ["users
 
 
 def medhelm(url, *args, stdin=None):
+    """The installed entry point, in a subprocess."""
     env = {**os.environ, "MEDHELM_DATABASE_URL": url}
     return subprocess.run([sys.executable, "-m", "medhelm_core", *args], input=stdin, capture_output=True,
                           text=True, env=env, timeout=120)
 
 
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """``main()`` in process: returns what a subprocess would (exit code, stdout, stderr)."""
+    from medhelm_core.cli import main
+
+    def run(url, *args, stdin=None):
+        monkeypatch.setenv("MEDHELM_DATABASE_URL", url)
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin or ""))
+        with pytest.raises(SystemExit) as exit_info:
+            main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, exit_info.value.code, out, err)
+
+    return run
+
+
+def test_the_entry_point_prints_help(tmp_path):
+    result = medhelm(f"sqlite:///{tmp_path / 'x.db'}", "--help")
+    assert result.returncode == 0, result.stderr
+    assert "Usage" in result.stdout
+
+
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "root")
-def test_every_command_has_help(command, tmp_path):
-    result = medhelm(f"sqlite:///{tmp_path / 'x.db'}", *command, "--help")
+def test_every_command_has_help(command, tmp_path, cli):
+    result = cli(f"sqlite:///{tmp_path / 'x.db'}", *command, "--help")
     assert result.returncode == 0, result.stderr
     assert "Usage" in result.stdout
 
@@ -47,18 +75,18 @@ def test_init_import_export_round_trip(database_url, tmp_path, medhelm_ratings_c
     assert len(pd.read_csv(out / "verdicts.csv")) == 74
 
 
-def test_users_add_list_disable(tmp_path):
+def test_users_add_list_disable(tmp_path, cli):
     url = f"sqlite:///{tmp_path / 'u.db'}"
-    medhelm(url, "init")
-    added = medhelm(url, "users", "add", "dr.lee", "--role", "clinician", "--password-stdin", "--json",
+    cli(url, "init")
+    added = cli(url, "users", "add", "dr.lee", "--role", "clinician", "--password-stdin", "--json",
                     stdin="a long password\n")
     assert added.returncode == 0, added.stderr
     assert json.loads(added.stdout) == {"username": "dr.lee", "role": "clinician", "can_sign_in": True}
-    assert medhelm(url, "users", "disable", "dr.lee").returncode == 0
-    listed = json.loads(medhelm(url, "users", "list", "--json").stdout)
+    assert cli(url, "users", "disable", "dr.lee").returncode == 0
+    listed = json.loads(cli(url, "users", "list", "--json").stdout)
     assert listed == [{"username": "dr.lee", "display_name": "dr.lee", "role": "clinician", "active": False,
                        "has_password": True}]
-    assert "argon2" not in medhelm(url, "users", "list").stdout
+    assert "argon2" not in cli(url, "users", "list").stdout
 
 
 @pytest.mark.parametrize(
@@ -72,10 +100,10 @@ def test_users_add_list_disable(tmp_path):
         (["import", "s", "f.jsonl", "--map", "oops"], None, "--map expects THEIRS=OURS"),
     ],
 )
-def test_failures_exit_non_zero_with_one_clear_line(tmp_path, args, stdin, message):
+def test_failures_exit_non_zero_with_one_clear_line(tmp_path, args, stdin, message, cli):
     url = f"sqlite:///{tmp_path / 'f.db'}"
-    medhelm(url, "init")
-    result = medhelm(url, *args, stdin=stdin)
+    cli(url, "init")
+    result = cli(url, *args, stdin=stdin)
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.stderr
@@ -95,7 +123,7 @@ def test_format_list_in_the_cli_matches_the_importers():
 
 
 @pytest.mark.parametrize("args", [["import"], ["users", "add", "x", "--role"], ["studies", "--no-such-flag"]])
-def test_usage_errors_say_what_is_wrong_without_a_traceback(tmp_path, args):
-    result = medhelm(f"sqlite:///{tmp_path / 'u.db'}", *args)
+def test_usage_errors_say_what_is_wrong_without_a_traceback(tmp_path, args, cli):
+    result = cli(f"sqlite:///{tmp_path / 'u.db'}", *args)
     assert result.returncode == 2
     assert "Error:" in result.stderr and "Traceback" not in result.stderr

@@ -15,7 +15,10 @@ def assign_cmd(
     ctx: typer.Context,
     study: str = typer.Argument(..., help="Study name."),
     overlap: int | None = typer.Option(None, "--overlap", "-n", help="Clinicians per item (default: the study's)."),
-    clinicians: list[str] = typer.Option([], "--clinician", "-c", help="Only these clinicians (repeatable)."),
+    clinicians: list[str] = typer.Option(
+        [], "--clinician", "-c",
+        help="Only these clinicians (repeatable; default: every active clinician but the raters a ratings import "
+             "recorded)."),
     as_json: bool = JsonOption,
 ) -> None:
     """Assign each item to OVERLAP distinct clinicians; loads differ by at most one, pairs spread evenly."""

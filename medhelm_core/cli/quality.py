@@ -10,16 +10,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import typer
 
-from medhelm_core import adjudication, gold, retest
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
 from medhelm_core.db import transaction
 from medhelm_core.errors import ValidationError
-from medhelm_core.rater_report import study_rater_quality
 from medhelm_core.studies import get_study, plan_progress, save_plan, set_speed_threshold
+
+if TYPE_CHECKING:  # the heavy modules are imported by the commands that use them: `--help` stays quick
+    import pandas as pd
 
 study_app = typer.Typer(help="A study's settings: speed threshold, test-retest, adjudication.", no_args_is_help=True)
 gold_app = typer.Typer(help="Gold items: expected score ranges that measure each clinician's accuracy.",
@@ -78,6 +79,8 @@ def set_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Change the study's settings; each change is recorded in the audit trail."""
+    from medhelm_core import adjudication, retest
+
     with transaction(engine_for(ctx)) as session:
         study = get_study(session, name)
         if speed_threshold is not None:
@@ -146,6 +149,8 @@ def gold_import_cmd(
 ) -> None:
     """Set the expected score ranges of gold items (all or nothing); run `medhelm assign` after to give each
     gold item to every clinician."""
+    from medhelm_core import gold
+
     with transaction(engine_for(ctx)) as session:
         report = gold.import_gold(session, get_study(session, name), path, actor="cli")
     emit(report, as_json, f"{report.rows} gold ranges read: {report.created} new, {report.updated} changed, "
@@ -156,6 +161,8 @@ def gold_import_cmd(
 def gold_list_cmd(ctx: typer.Context, name: str = typer.Argument(..., help="Study name."),
                   as_json: bool = JsonOption) -> None:
     """Print the study's gold ranges."""
+    from medhelm_core import gold
+
     with transaction(engine_for(ctx)) as session:
         frame = gold.gold_ranges_frame(session, get_study(session, name))
     emit(frame.to_dict("records"), as_json, frame.to_string(index=False) if not frame.empty else "no gold items")
@@ -167,6 +174,8 @@ def gold_clear_cmd(ctx: typer.Context, name: str = typer.Argument(..., help="Stu
     """Remove every gold range of the study (its items become ordinary items; ratings are kept)."""
     if not yes:
         raise ValidationError("this removes every gold range of the study; add --yes to confirm")
+    from medhelm_core import gold
+
     with transaction(engine_for(ctx)) as session:
         removed = gold.clear_gold(session, get_study(session, name), actor="cli")
     emit({"study": name, "removed": removed}, as_json, f"{removed} gold ranges removed")
@@ -180,6 +189,8 @@ def _table(frame: pd.DataFrame) -> str:
 def quality_cmd(ctx: typer.Context, name: str = typer.Argument(..., help="Study name."),
                 as_json: bool = JsonOption) -> None:
     """Rater quality: fast submissions, gold accuracy and test-retest agreement per clinician."""
+    from medhelm_core.rater_report import study_rater_quality
+
     with transaction(engine_for(ctx)) as session:
         quality = study_rater_quality(session, get_study(session, name))
     result = {

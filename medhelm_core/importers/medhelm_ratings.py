@@ -23,7 +23,7 @@ from sqlmodel import Session, select
 from medhelm_core.errors import InputFileError, ValidationError
 from medhelm_core.importers.records import ImportReport, ItemRecord, require_text, store_items, validation_at
 from medhelm_core.importers.tabular import csv_header, csv_rows
-from medhelm_core.models import JudgeVerdict, JuryRun, Role, Study, User, VerdictStatus, utcnow
+from medhelm_core.models import RECORDED_RATER, JudgeVerdict, JuryRun, Role, Study, User, VerdictStatus, utcnow
 from medhelm_core.ratings import record_rating
 from medhelm_core.rubric import RubricSpec
 
@@ -128,10 +128,15 @@ def _jury_score(value: Any, rubric: RubricSpec, criterion: str, source: str, lin
 
 
 def _clinicians(session: Session, rows: list[tuple[int, dict[str, Any]]], report: ImportReport) -> dict[str, User]:
-    """Get or create one clinician account per rater id (no password: they cannot sign in until given one)."""
+    """Get or create one clinician account per rater id (no password: they cannot sign in until given one).
+
+    The accounts are marked ``recorded_rater``: they hold another study's ratings, so assignment leaves them
+    out unless a researcher names them.
+    """
     wanted: dict[str, dict[str, Any]] = {}
     for _, row in rows:
-        wanted.setdefault(row["rater_id"].strip(), {k: row[k] for k in ("specialty", "team") if k in row})
+        wanted.setdefault(row["rater_id"].strip(),
+                          {**{k: row[k] for k in ("specialty", "team") if k in row}, RECORDED_RATER: True})
     existing = {u.username: u for u in session.exec(select(User).where(User.username.in_(list(wanted)))).all()}
     for name, meta in wanted.items():
         if name not in existing:
