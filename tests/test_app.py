@@ -13,21 +13,19 @@ from streamlit.testing.v1 import AppTest
 
 from medhelm_core import auth
 from medhelm_core.db import transaction
-from medhelm_core.demo import seed_demo
 from medhelm_core.users import add_user
 from pages.common import TOKEN_KEY
 
 
 @pytest.fixture
-def app_db(sqlite_engine, monkeypatch):
-    seed_demo(sqlite_engine)
-    with transaction(sqlite_engine) as s:
+def app_db(sqlite_demo_engine, monkeypatch):
+    with transaction(sqlite_demo_engine) as s:
         add_user(s, "gone", "clinician", "gone-password")
         from medhelm_core.users import disable_user
 
         disable_user(s, "gone")
-    monkeypatch.setenv("MEDHELM_DATABASE_URL", str(sqlite_engine.url))
-    return sqlite_engine
+    monkeypatch.setenv("MEDHELM_DATABASE_URL", str(sqlite_demo_engine.url))
+    return sqlite_demo_engine
 
 
 def signed_in(username: str, password: str) -> AppTest:

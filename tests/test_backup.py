@@ -48,7 +48,9 @@ def fill(engine, ratings_csv: Path) -> None:
         import_paths(s, study, [ratings_csv])
         add_user(s, "dr.lee", "clinician", "lee-password-1")
         add_user(s, "res", "researcher", "res-password-1")
-        assign_balanced(s, study, overlap=2)
+        # the imported raters are named: by default assignment leaves recorded raters out
+        clinicians = s.scalars(select(User.username).where(User.role == "clinician")).all()
+        assign_balanced(s, study, overlap=2, usernames=clinicians)
         sign_in(s, "dr.lee", "lee-password-1")
 
 

@@ -19,7 +19,6 @@ from medhelm_core import rating_queue as rq
 from medhelm_core.assignment import assign_balanced
 from medhelm_core.auth import Principal
 from medhelm_core.db import shared_engine, transaction
-from medhelm_core.demo import seed_demo
 from medhelm_core.errors import DatabaseError
 from medhelm_core.models import AuditEvent, Item, Rating, RatingSubmission, User
 from medhelm_core.studies import get_or_create_study
@@ -108,13 +107,12 @@ def test_the_postgres_backend_killed_mid_transaction(one_assignment, database_ur
     assert counts(engine) == (1, 3, 1)
 
 
-def test_the_rate_page_says_could_not_save_and_a_resubmit_saves_once(sqlite_engine, monkeypatch):
-    seed_demo(sqlite_engine)
-    url = str(sqlite_engine.url)
+def test_the_rate_page_says_could_not_save_and_a_resubmit_saves_once(sqlite_demo_engine, monkeypatch):
+    url = str(sqlite_demo_engine.url)
     monkeypatch.setenv("MEDHELM_DATABASE_URL", url)
     page_engine = shared_engine(url)  # the engine the page uses
     at = AppTest.from_file(str(REPO / "pages" / "rate.py"), default_timeout=30)
-    with transaction(sqlite_engine) as s:
+    with transaction(sqlite_demo_engine) as s:
         at.session_state[TOKEN_KEY] = auth.sign_in(s, "clinician1", "clinician1-demo").token
     at.run()
     for radio, score in zip(at.radio, (4, 3, 5), strict=True):
@@ -131,11 +129,11 @@ def test_the_rate_page_says_could_not_save_and_a_resubmit_saves_once(sqlite_engi
     assert fired and not at.exception
     assert any("Could not save your rating" in e.value and "resubmit" in e.value for e in at.error)
     assert [r.value for r in at.radio] == [4, 3, 5]  # what was filled in stays
-    with Session(sqlite_engine) as s:
+    with Session(sqlite_demo_engine) as s:
         uid = s.exec(select(User.id).where(User.username == "clinician1")).one()
         assert not s.exec(select(RatingSubmission).where(RatingSubmission.rater_id == uid)).all()
     at = next(b for b in at.button if b.label == "Submit rating").click().run()
     assert not at.exception and not at.error
-    with Session(sqlite_engine) as s:
+    with Session(sqlite_demo_engine) as s:
         saved = s.exec(select(RatingSubmission).where(RatingSubmission.rater_id == uid)).all()
     assert len(saved) == 1 and saved[0].scores == SCORES

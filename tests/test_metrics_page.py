@@ -7,7 +7,6 @@ from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 from medhelm_core.db import transaction
-from medhelm_core.demo import seed_demo
 from medhelm_core.models import Item
 from medhelm_core.studies import get_or_create_study
 
@@ -16,16 +15,15 @@ PAIRS = [("Fever and cough.", "The patient has a fever and a cough."), ("Ibuprof
 
 
 @pytest.fixture
-def app_db(sqlite_engine, monkeypatch):
-    seed_demo(sqlite_engine)
-    with transaction(sqlite_engine) as session:
+def app_db(sqlite_demo_engine, monkeypatch):
+    with transaction(sqlite_demo_engine) as session:
         # A small study keeps BERTScore on the page quick; the CLI test scores the whole demo study.
         small, _ = get_or_create_study(session, "small")
         for k, (output, reference) in enumerate(PAIRS):
             session.add(Item(study_id=small.id, benchmark="medi_qa", instance_id=str(k), model="m", input_text="q",
                              output_text=output, reference_text=reference))
-    monkeypatch.setenv("MEDHELM_DATABASE_URL", str(sqlite_engine.url))
-    return sqlite_engine
+    monkeypatch.setenv("MEDHELM_DATABASE_URL", str(sqlite_demo_engine.url))
+    return sqlite_demo_engine
 
 
 def signed_in(username: str) -> AppTest:

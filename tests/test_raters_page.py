@@ -9,7 +9,6 @@ from streamlit.testing.v1 import AppTest
 
 from medhelm_core import auth
 from medhelm_core.db import transaction
-from medhelm_core.demo import seed_demo
 from medhelm_core.models import Assignment, User
 from medhelm_core.users import add_user
 from pages.common import TOKEN_KEY
@@ -18,10 +17,9 @@ PAGE = str(REPO / "pages" / "raters.py")
 
 
 @pytest.fixture
-def demo_db(sqlite_engine, monkeypatch):
-    seed_demo(sqlite_engine)
-    monkeypatch.setenv("MEDHELM_DATABASE_URL", str(sqlite_engine.url))
-    return sqlite_engine
+def demo_db(sqlite_demo_engine, monkeypatch):
+    monkeypatch.setenv("MEDHELM_DATABASE_URL", str(sqlite_demo_engine.url))
+    return sqlite_demo_engine
 
 
 def open_as(engine, username, password) -> AppTest:

@@ -40,6 +40,7 @@ from medhelm_core.models import (
 from medhelm_core.rater_quality import SPEED_SUMMARY_COLUMNS, speed_summary
 from medhelm_core.rubric import RubricSpec, rubric_spec
 from medhelm_core.study_data import AGREEMENT_METRICS, LONG_COLUMNS, clinician_ratings_frame, select_frame
+from medhelm_core.study_data import default_jury_run as study_default_jury_run
 
 #: stored metric name -> the name the paper (and the headline table) uses
 HEADLINE_METRICS: dict[str, str] = {"rougeL_f": "ROUGE-L", "bertscore_f1": "BERTScore"}
@@ -167,14 +168,8 @@ def default_jury_run(session: Session, runs: list[JuryRun]) -> JuryRun | None:
     with a surviving verdict (a failed or unstarted run would hide the last usable jury), else the newest."""
     if not runs:
         return None
-    usable = set(
-        session.exec(
-            select(JudgeVerdict.jury_run_id)
-            .where(JudgeVerdict.status == "ok", col(JudgeVerdict.jury_run_id).in_([r.id for r in runs]))
-            .distinct()
-        )
-    )
-    return next((r for r in runs if r.id in usable), runs[0])
+    chosen = study_default_jury_run(session, session.get(Study, runs[0].study_id))
+    return next((r for r in runs if chosen is not None and r.id == chosen.id), runs[0])
 
 
 def _run_info(run: JuryRun, verdicts: pd.DataFrame) -> JuryRunInfo:
