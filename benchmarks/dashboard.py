@@ -24,18 +24,17 @@ scores), all written with bulk inserts. Measured in one run, so the figures are 
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import random
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
+from baseline_code import extract_package
 from sqlalchemy import insert, select
 from sqlmodel import Session
 
@@ -155,13 +154,9 @@ def baseline(url: str, study_id: int, rev: str) -> dict[str, float] | str:
     """The full recompute timed with ``medhelm_core`` as of git revision ``rev`` (in a subprocess, on the same
     database), or why it could not be."""
     with tempfile.TemporaryDirectory() as folder:
-        try:
-            archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "medhelm_core"], capture_output=True,
-                                     check=True).stdout
-        except (OSError, subprocess.CalledProcessError) as exc:
-            return f"git archive {rev} failed ({exc}); no baseline"
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(folder, filter="data")
+        failure = extract_package(rev, folder)
+        if failure:
+            return failure
         run = subprocess.run([sys.executable, "-c", BASELINE_SCRIPT, url, str(study_id)], cwd=folder,
                              env={**os.environ, "PYTHONPATH": folder}, capture_output=True, text=True)
         if run.returncode:
