@@ -8,7 +8,7 @@ how many judges it rests on; an item with no surviving judge has no jury score.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import pandas as pd
 from sqlalchemy import Select
@@ -197,6 +197,19 @@ def metrics_long_frame(
     return frame[LONG_COLUMNS]
 
 
+def without_items(frame: pd.DataFrame, item_ids: Collection[int]) -> pd.DataFrame:
+    """``frame`` without the rows of ``item_ids`` (its ``item_id`` column may hold ints or their strings).
+
+    Agreement figures leave the study's gold items out with it (:func:`~medhelm_core.gold.gold_item_ids`): they
+    measure the clinicians, every clinician rates them and they are chosen for being clear-cut.
+    """
+    if not item_ids or frame.empty:
+        return frame
+    ids = frame["item_id"]
+    keys = {str(i) for i in item_ids}
+    return frame[~(ids if pd.api.types.is_string_dtype(ids) else ids.astype(str)).isin(keys)].reset_index(drop=True)
+
+
 def scores_long_frame(session: Session, study: Study, jury_run_id: int | None = None) -> pd.DataFrame:
     """Clinicians, the jury and the metrics in one long table for the agreement engine (gold items left out:
     they measure the clinicians, see :mod:`medhelm_core.gold`)."""
@@ -210,5 +223,4 @@ def scores_long_frame(session: Session, study: Study, jury_run_id: int | None = 
         return pd.DataFrame(columns=LONG_COLUMNS)
     frame = pd.concat(parts, ignore_index=True)
     frame["item_id"] = frame["item_id"].astype(str)
-    gold = {str(i) for i in gold_item_ids(session, study)}
-    return frame[~frame["item_id"].isin(gold)].reset_index(drop=True) if gold else frame
+    return without_items(frame, gold_item_ids(session, study))

@@ -39,7 +39,13 @@ from medhelm_core.models import (
 )
 from medhelm_core.rater_quality import SPEED_SUMMARY_COLUMNS, speed_summary
 from medhelm_core.rubric import RubricSpec, rubric_spec
-from medhelm_core.study_data import AGREEMENT_METRICS, LONG_COLUMNS, clinician_ratings_frame, select_frame
+from medhelm_core.study_data import (
+    AGREEMENT_METRICS,
+    LONG_COLUMNS,
+    clinician_ratings_frame,
+    select_frame,
+    without_items,
+)
 from medhelm_core.study_data import default_jury_run as study_default_jury_run
 
 #: stored metric name -> the name the paper (and the headline table) uses
@@ -347,9 +353,8 @@ def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None 
     parts = [p for p in parts if not p.empty]
     long = pd.concat(parts, ignore_index=True)[LONG_COLUMNS] if parts else pd.DataFrame(columns=LONG_COLUMNS)
     long = long.astype({"item_id": str, "rater_id": str, "score": float})
-    gold = {str(i) for i in gold_item_ids(session, study)}
-    if gold:
-        long = long[~long["item_id"].isin(gold)].reset_index(drop=True)
+    gold = gold_item_ids(session, study)
+    long = without_items(long, gold)
     return DashboardData(
         study_id=int(study.id),
         study_name=study.name,

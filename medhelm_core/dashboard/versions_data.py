@@ -21,7 +21,7 @@ from medhelm_core.errors import NotFoundError
 from medhelm_core.gold import gold_item_ids
 from medhelm_core.jury.versions import RunVersions, run_versions
 from medhelm_core.models import JudgeVerdict, JuryRun, Study
-from medhelm_core.study_data import clinician_ratings_frame
+from medhelm_core.study_data import clinician_ratings_frame, without_items
 
 JURY_COLUMNS = ["run_id", "item_id", "criterion", "score", "label"]
 #: what each row of the per-version table adds about its run
@@ -95,11 +95,9 @@ def load_version_inputs(session: Session, study: Study, run_ids: Sequence[int] |
     juries = pd.concat(parts, ignore_index=True)[JURY_COLUMNS] if parts else pd.DataFrame(columns=JURY_COLUMNS)
     clinicians = clinician_ratings_frame(session, study)
     clinicians["item_id"] = clinicians["item_id"].astype(str)
-    gold = {str(i) for i in gold_item_ids(session, study)}  # they measure the clinicians, not the jury
-    if gold:
-        clinicians = clinicians[~clinicians["item_id"].isin(gold)].reset_index(drop=True)
-        juries = juries[~juries["item_id"].astype(str).isin(gold)].reset_index(drop=True)
-    return VersionInputs(int(study.id), study.name, clinicians, juries, infos)
+    gold = gold_item_ids(session, study)  # they measure the clinicians, not the jury
+    return VersionInputs(int(study.id), study.name, without_items(clinicians, gold), without_items(juries, gold),
+                         infos)
 
 
 def version_table(inputs: VersionInputs, **options: object) -> pd.DataFrame:
