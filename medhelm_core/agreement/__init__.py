@@ -74,7 +74,14 @@ from medhelm_core.agreement.incomplete import (
     loco_from_scores,
 )
 from medhelm_core.agreement.interpret import KOO_LI_BANDS, koo_li_interval_reading, koo_li_reading
-from medhelm_core.agreement.judges import ALL_JUDGES, CLINICIAN_CEILING, JUDGE_SUBSET_COLUMNS, judge_subset_agreement
+from medhelm_core.agreement.judges import (
+    ALL_JUDGES,
+    CLINICIAN_CEILING,
+    JUDGE_SUBSET_COLUMNS,
+    Ceiling,
+    clinician_ceiling,
+    judge_subset_agreement,
+)
 from medhelm_core.agreement.kappa import KAPPA_CI_COLUMNS, KAPPA_WEIGHTS, weighted_kappa, weighted_kappa_ci
 from medhelm_core.agreement.pairs import PAIR_COLUMNS, most_shared_pair, pair_agreement, zscore_within
 from medhelm_core.agreement.protocol import (
@@ -90,6 +97,8 @@ from medhelm_core.agreement.versions import VERSION_COLUMNS, version_agreement
 __all__ = [
     "ALL_JUDGES",
     "CLINICIAN_CEILING",
+    "Ceiling",
+    "clinician_ceiling",
     "JUDGE_SUBSET_COLUMNS",
     "KAPPA_CI_COLUMNS",
     "judge_subset_agreement",

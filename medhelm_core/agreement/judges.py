@@ -16,6 +16,7 @@ others), so the ceiling is a reference, not a bound.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -72,21 +73,49 @@ def _subsets(judges: list[str]) -> list[tuple[str, str, tuple[str, ...]]]:
     return subsets
 
 
+@dataclass(frozen=True)
+class Ceiling:
+    """The clinicians' ceiling: the median ICC(3,k) of each clinician against the mean of the others, with the
+    range over clinicians (a median over clinicians has no sampling interval; the range shows the spread)."""
+
+    estimate: float
+    low: float
+    high: float
+    #: clinicians whose ICC is defined (enough items shared with the others)
+    clinicians: int
+
+
+def clinician_ceiling(loco: pd.DataFrame) -> Ceiling:
+    """Summarise :func:`~medhelm_core.agreement.leave_one_clinician_out` (its ``icc3k`` column) as the ceiling.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from medhelm_core.agreement import clinician_ceiling
+    >>> clinician_ceiling(pd.DataFrame({"icc3k": [0.6, 0.8, None, 0.7]}))
+    Ceiling(estimate=0.7, low=0.6, high=0.8, clinicians=3)
+    """
+    defined = loco["icc3k"].dropna()
+    if defined.empty:
+        return Ceiling(np.nan, np.nan, np.nan, 0)
+    return Ceiling(float(defined.median()), float(defined.min()), float(defined.max()), int(len(defined)))
+
+
 def _ceiling_rows(scores: pd.DataFrame, confidence: float, per_clinician: bool) -> list[dict[str, object]]:
     loco = loco_from_scores(scores, confidence=confidence)
     defined = loco[loco["icc3k"].notna()]
+    ceiling = clinician_ceiling(loco)
     base = {"judges": (), "n_judges": 0, "method": "ICC3k", "kappa_qw": np.nan}
     row: dict[str, object] = {
         "subset": CLINICIAN_CEILING,
         "subset_kind": "ceiling",
         **base,
-        # A median over clinicians has no sampling interval here; the range shows the spread instead.
-        "estimate": float(defined["icc3k"].median()) if len(defined) else np.nan,
+        "estimate": ceiling.estimate,
         "ci_low": np.nan,
         "ci_high": np.nan,
         "ci_method": "none",
-        "range_low": float(defined["icc3k"].min()) if len(defined) else np.nan,
-        "range_high": float(defined["icc3k"].max()) if len(defined) else np.nan,
+        "range_low": ceiling.low,
+        "range_high": ceiling.high,
         "pearson_r": float(defined["pearson_r"].median()) if len(defined) else np.nan,
         "spearman_rho": float(defined["spearman_rho"].median()) if len(defined) else np.nan,
         "n_items": int(defined["n_items"].median()) if len(defined) else 0,

@@ -16,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from medhelm_core.agreement import COMPOSITE, leave_one_clinician_out
+from medhelm_core.agreement import COMPOSITE, clinician_ceiling, leave_one_clinician_out
 from medhelm_core.agreement.versions import VERSION_COLUMNS
 from medhelm_core.dashboard.refresh import Lookup, RefreshStore
 from medhelm_core.dashboard.versions_data import RUN_COLUMNS, load_version_inputs, version_table
@@ -84,14 +83,9 @@ def compute_version_figures(
         clinicians = clinicians[clinicians["benchmark"].isin(list(benchmarks))]
     if clinicians.empty:
         return VersionFigures(empty)
-    loco = leave_one_clinician_out(clinicians, COMPOSITE)
-    defined = loco["icc3k"].dropna()
-    ceiling = {
-        "ceiling": float(defined.median()) if len(defined) else np.nan,
-        "ceiling_low": float(defined.min()) if len(defined) else np.nan,
-        "ceiling_high": float(defined.max()) if len(defined) else np.nan,
-        "ceiling_clinicians": int(len(defined)),
-    }
+    found = clinician_ceiling(leave_one_clinician_out(clinicians, COMPOSITE))
+    ceiling = {"ceiling": found.estimate, "ceiling_low": found.low, "ceiling_high": found.high,
+               "ceiling_clinicians": found.clinicians}
     if inputs.juries.empty:
         return VersionFigures(empty, **ceiling)
     known = [r.run_id for r in inputs.runs]
