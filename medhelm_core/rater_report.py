@@ -15,11 +15,17 @@ from sqlmodel import Session, select
 
 from medhelm_core.agreement.retest import INTRA_COLUMNS, intra_rater_agreement
 from medhelm_core.gold import gold_ranges_frame
-from medhelm_core.models import Item, Rating, Study, User
-from medhelm_core.rater_quality import GOLD_ACCURACY_COLUMNS, SPEED_SUMMARY_COLUMNS, gold_accuracy, speed_summary
+from medhelm_core.models import Item, Rating, RatingSubmission, Study, User
+from medhelm_core.rater_quality import (
+    GOLD_ACCURACY_COLUMNS,
+    HISTORY_COLUMNS,
+    SPEED_SUMMARY_COLUMNS,
+    gold_accuracy,
+    speed_summary,
+)
 from medhelm_core.retest import retest_pairs
 from medhelm_core.rubric import rubric_spec
-from medhelm_core.study_data import rating_history_frame
+from medhelm_core.study_data import select_frame
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,24 @@ def _current_gold_scores(session: Session, study: Study, item_ids: list[int]) ->
     return pd.DataFrame(rows, columns=["rater_id", "item_id", "criterion", "score"])
 
 
+def first_rating_speed(session: Session, study: Study) -> pd.DataFrame:
+    """Per clinician, how many first ratings (ordinary or repeat) were faster than the study's speed threshold
+    (:func:`~medhelm_core.rater_quality.speed_summary` of first submissions, read with one light query: the
+    Agreement page asks for it on every recompute)."""
+    history = select_frame(
+        session,
+        select(User.username, RatingSubmission.item_id, RatingSubmission.revision, RatingSubmission.elapsed_seconds,
+               RatingSubmission.submitted_at)
+        .join(Item, Item.id == RatingSubmission.item_id)
+        .join(User, User.id == RatingSubmission.rater_id)
+        .where(Item.study_id == study.id, RatingSubmission.revision == 1),
+        list(HISTORY_COLUMNS),
+    )
+    if history.empty:
+        return pd.DataFrame(columns=list(SPEED_SUMMARY_COLUMNS))
+    return speed_summary(history, study.speed_threshold_seconds)
+
+
 def study_rater_quality(session: Session, study: Study) -> RaterQuality:
     """Speed flags, gold accuracy and test-retest agreement of every clinician of ``study``.
 
@@ -61,11 +85,7 @@ def study_rater_quality(session: Session, study: Study) -> RaterQuality:
     >>> quality = study_rater_quality(session, get_study(session, "demo"))  # doctest: +SKIP
     >>> quality.speed[["rater_id", "n_fast", "share_fast"]]  # doctest: +SKIP
     """
-    history = rating_history_frame(session, study)
-    if history.empty:
-        speed = pd.DataFrame(columns=list(SPEED_SUMMARY_COLUMNS))
-    else:
-        speed = speed_summary(history, study.speed_threshold_seconds, first_submissions_only=True)
+    speed = first_rating_speed(session, study)
     ranges = gold_ranges_frame(session, study)
     gold_items = sorted(ranges["item_id"].unique().tolist())
     scores = _current_gold_scores(session, study, gold_items)

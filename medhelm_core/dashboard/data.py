@@ -35,9 +35,9 @@ from medhelm_core.models import (
     Rating,
     RatingSubmission,
     Study,
-    User,
 )
-from medhelm_core.rater_quality import SPEED_SUMMARY_COLUMNS, speed_summary
+from medhelm_core.rater_quality import SPEED_SUMMARY_COLUMNS
+from medhelm_core.rater_report import first_rating_speed
 from medhelm_core.rubric import RubricSpec, rubric_spec
 from medhelm_core.study_data import (
     AGREEMENT_METRICS,
@@ -282,22 +282,6 @@ def _agreement_metrics(session: Session, study: Study) -> tuple[pd.DataFrame, di
     picked = scores[keep].rename(columns={"metric": "rater_id", "value": "score"})
     picked = picked.assign(item_id=picked["item_id"].astype(str))
     return picked[["item_id", "rater_id", "score"]], chosen
-
-
-def first_rating_speed(session: Session, study: Study) -> pd.DataFrame:
-    """Per clinician, how many first ratings (ordinary or repeat) were faster than the study's speed threshold."""
-    history = select_frame(
-        session,
-        select(User.username, RatingSubmission.item_id, RatingSubmission.revision, RatingSubmission.elapsed_seconds,
-               RatingSubmission.submitted_at)
-        .join(Item, Item.id == RatingSubmission.item_id)
-        .join(User, User.id == RatingSubmission.rater_id)
-        .where(Item.study_id == study.id, RatingSubmission.revision == 1),
-        ["rater_id", "item_id", "revision", "elapsed_seconds", "submitted_at"],
-    )
-    if history.empty:
-        return pd.DataFrame(columns=list(SPEED_SUMMARY_COLUMNS))
-    return speed_summary(history, study.speed_threshold_seconds)
 
 
 def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None = None) -> DashboardData:
