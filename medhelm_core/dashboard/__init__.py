@@ -70,10 +70,12 @@ from medhelm_core.dashboard.tables import (
     filter_long,
     headline_table,
     item_means,
+    judge_subset_table,
     judge_table,
     largest_disagreements,
     primary_rows,
     ratings_shortfall,
+    robust_agreement,
     score_distribution,
 )
 from medhelm_core.dashboard.version_figures import (
@@ -85,6 +87,8 @@ from medhelm_core.dashboard.version_figures import (
 )
 
 __all__ = [
+    "judge_subset_table",
+    "robust_agreement",
     "VersionFigures",
     "VersionKey",
     "compute_version_figures",

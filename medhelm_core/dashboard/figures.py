@@ -16,15 +16,15 @@ The figures are shared between sessions: callers must not modify their frames.
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from medhelm_core.agreement import COMPOSITE, JUDGE_SUBSET_COLUMNS, judge_subset_agreement
-from medhelm_core.agreement.robust import robust_table
+from medhelm_core.agreement import COMPOSITE
 from medhelm_core.dashboard.data import DashboardData, data_version, load_dashboard_data
 from medhelm_core.dashboard.refresh import Lookup, RefreshStore
 from medhelm_core.dashboard.tables import (
@@ -34,8 +34,10 @@ from medhelm_core.dashboard.tables import (
     filter_long,
     headline_table,
     item_means,
+    judge_subset_table,
     judge_table,
     largest_disagreements,
+    robust_agreement,
     score_distribution,
 )
 from medhelm_core.errors import MedhelmError, NotFoundError
@@ -92,6 +94,8 @@ class CriterionViews:
     disagreements: pd.DataFrame
 
 
+T = TypeVar("T")
+
 @dataclass(frozen=True, eq=False)
 class AgreementFigures:
     """Everything the Agreement page draws for one choice of filters, from one version of the study's scores.
@@ -122,14 +126,19 @@ class AgreementFigures:
         once; empty when the jury run has fewer than two judges."""
         return self._extra("judge_subsets")
 
-    def _extra(self, name: str) -> pd.DataFrame:
+    def _once(self, kept: dict[str, T], name: str, compute: Callable[[], T]) -> T:
+        """``kept[name]``, computed on first use; two sessions asking at once may both compute it (the lock is
+        not held while computing), and the first result is kept: the figures are the same."""
         with self._lock:
-            found = self._extras.get(name)
+            found = kept.get(name)
         if found is None:
-            found = EXTRAS[name](self)
+            found = compute()
             with self._lock:
-                found = self._extras.setdefault(name, found)
+                found = kept.setdefault(name, found)
         return found
+
+    def _extra(self, name: str) -> pd.DataFrame:
+        return self._once(self._extras, name, lambda: EXTRAS[name](self))
 
     @property
     def extras_viewed(self) -> tuple[str, ...]:
@@ -138,15 +147,9 @@ class AgreementFigures:
             return tuple(self._extras)
 
     def views(self, criterion: str = COMPOSITE) -> CriterionViews:
-        """The descriptive tables of ``criterion``, computed once (two sessions asking at once may both compute
-        them; the figures are the same)."""
-        with self._lock:
-            found = self._views.get(criterion)
-        if found is None:
-            found = criterion_views(self.data, self.benchmarks, self.models, criterion)
-            with self._lock:
-                found = self._views.setdefault(criterion, found)
-        return found
+        """The descriptive tables of ``criterion``, computed once."""
+        return self._once(self._views, criterion,
+                          lambda: criterion_views(self.data, self.benchmarks, self.models, criterion))
 
     @property
     def criteria_viewed(self) -> tuple[str, ...]:
@@ -170,21 +173,11 @@ def criterion_views(
     )
 
 
-def _robust(figures: AgreementFigures) -> pd.DataFrame:
-    low, high = figures.data.scale
-    long = filter_long(figures.data.long, None, figures.models)
-    return robust_table(long, list(figures.benchmarks) or None, labels=tuple(range(low, high + 1)))
-
-
-def _judge_subsets(figures: AgreementFigures) -> pd.DataFrame:
-    long = filter_long(figures.data.long, figures.benchmarks, figures.models)
-    if long.loc[long["rater_kind"] == "judge", "rater_id"].nunique() < 2:
-        return pd.DataFrame(columns=list(JUDGE_SUBSET_COLUMNS))
-    return judge_subset_agreement(long, by_benchmark=True)
-
-
 #: the tables computed on first use, by name
-EXTRAS = {"robust": _robust, "judge_subsets": _judge_subsets}
+EXTRAS: dict[str, Callable[[AgreementFigures], pd.DataFrame]] = {
+    "robust": lambda f: robust_agreement(f.data, f.benchmarks, f.models),
+    "judge_subsets": lambda f: judge_subset_table(filter_long(f.data.long, f.benchmarks, f.models)),
+}
 
 
 def compute_figures(

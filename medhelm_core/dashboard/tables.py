@@ -15,14 +15,17 @@ import pandas as pd
 from medhelm_core.agreement import (
     CLINICIAN_PAIR,
     COMPOSITE,
+    JUDGE_SUBSET_COLUMNS,
     MIN_ITEMS,
     POOLED,
     agreement_table,
+    judge_subset_agreement,
     loco_from_scores,
     rater_scores,
     validate_long,
 )
-from medhelm_core.dashboard.data import HEADLINE_METRICS, METRIC_LABELS
+from medhelm_core.agreement.robust import robust_table
+from medhelm_core.dashboard.data import HEADLINE_METRICS, METRIC_LABELS, DashboardData
 from medhelm_core.errors import MedhelmError
 
 JURY = "jury-clinician"
@@ -75,6 +78,26 @@ def filter_long(
     if models:
         keep &= long["model"].isin(list(models))
     return long[keep]
+
+
+def robust_agreement(
+    data: DashboardData, benchmarks: Sequence[str] = (), models: Sequence[str] = (), **bootstrap: object
+) -> pd.DataFrame:
+    """Gwet's AC2 and the weighted kappa beside the ICC (:func:`~medhelm_core.agreement.robust.robust_table`) for
+    the chosen benchmarks (each and pooled) and models, on the study's scale; ``bootstrap``: ``n_resamples``,
+    ``seed`` and the like."""
+    low, high = data.scale
+    return robust_table(filter_long(data.long, None, models), list(benchmarks) or None,
+                        labels=tuple(range(low, high + 1)), **bootstrap)
+
+
+def judge_subset_table(long: pd.DataFrame) -> pd.DataFrame:
+    """Each judge alone, the whole jury and every jury without one judge against the clinicians, with their
+    ceiling (:func:`~medhelm_core.agreement.judge_subset_agreement`, per benchmark and pooled); empty when the
+    jury has fewer than two judges."""
+    if long.loc[long["rater_kind"] == "judge", "rater_id"].nunique() < 2:
+        return pd.DataFrame(columns=list(JUDGE_SUBSET_COLUMNS))
+    return judge_subset_agreement(long, by_benchmark=True)
 
 
 def ratings_shortfall(long: pd.DataFrame) -> str | None:

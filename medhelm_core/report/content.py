@@ -19,8 +19,7 @@ import altair as alt
 import pandas as pd
 from sqlmodel import Session, col, select
 
-from medhelm_core.agreement import COMPOSITE, JUDGE_SUBSET_COLUMNS, POOLED, PROTOCOLS, judge_subset_agreement
-from medhelm_core.agreement.robust import robust_table
+from medhelm_core.agreement import COMPOSITE, POOLED, PROTOCOLS
 from medhelm_core.dashboard import (
     DashboardData,
     VersionFigures,
@@ -36,9 +35,11 @@ from medhelm_core.dashboard import (
     item_means,
     judge_chart,
     judge_subset_chart,
+    judge_subset_table,
     judge_table,
     largest_disagreements,
     leniency_chart,
+    robust_agreement,
     scatter_chart,
     score_distribution,
     version_chart,
@@ -208,12 +209,9 @@ def report_content(
     if options.item_texts:
         texts = _excerpts(session, disagreements["item_id"].tolist())
         disagreements["output_excerpt"] = disagreements["item_id"].map(texts).fillna("")
-    low, high = data.scale
-    robust = robust_table(filter_long(data.long, None, options.models), options.benchmarks or None,
-                          labels=tuple(range(low, high + 1)), n_resamples=options.n_resamples, seed=options.seed)
-    subsets = pd.DataFrame(columns=list(JUDGE_SUBSET_COLUMNS))
-    if long.loc[long["rater_kind"] == "judge", "rater_id"].nunique() >= 2:
-        subsets = judge_subset_agreement(long, by_benchmark=True)
+    robust = robust_agreement(data, options.benchmarks, options.models, n_resamples=options.n_resamples,
+                              seed=options.seed)
+    subsets = judge_subset_table(long)
     versions = compute_version_figures(session, study, options.benchmarks, n_resamples=options.n_resamples)
     charts: dict[str, alt.TopLevelMixin] = {"icc": icc_chart(headline)}
     if means["jury"].notna().any():
