@@ -238,12 +238,10 @@ st.caption("Scores crowd the top of the scale, where the ICC and kappa shrink al
 
 st.subheader("Jury versions")
 with Session(eng) as session:
-    oldest_first = comparable_runs(session, study)
-if not oldest_first:
+    names = {r.id: run_versions(r, session).short_label for r in comparable_runs(session, study)}  # oldest first
+if not names:
     st.caption("No jury run with verdicts yet.")
 else:
-    with Session(eng) as session:
-        names = {r.id: run_versions(r, session).short_label for r in oldest_first}
     baseline = st.selectbox("Baseline version", list(names), key="agreement_baseline", format_func=names.get,
                             help="Every other version's difference from this one gets a paired bootstrap interval.")
     version_key = VersionKey.of(eng, study.id, benchmarks, baseline)
