@@ -99,3 +99,25 @@ def start_app(repo, database_url: str):  # noqa: ANN001, ANN201 - a Path in, (ba
         process.kill()
         raise
     return base, process
+
+
+def run_cli(capsys, url: str, *args: str, stdin: str | None = None):
+    """``medhelm --database-url URL ARGS`` in this process, reported as a subprocess would be (exit code, stdout,
+    stderr): the code path after interpreter start-up, without paying the start-up for every call."""
+    import io
+    import subprocess
+    import sys
+
+    import pytest
+
+    from medhelm_core.cli import main
+
+    capsys.readouterr()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sys, "stdin", io.StringIO(stdin or ""))
+        with pytest.raises(SystemExit) as exit_info:
+            main(["--database-url", url, *args])
+    out, err = capsys.readouterr()
+    code = exit_info.value.code
+    return subprocess.CompletedProcess(list(args), 0 if code is None else code if isinstance(code, int) else 1, out,
+                                       err)

@@ -6,7 +6,7 @@ process, which is the same code path after interpreter start-up, at a fraction o
 
 from __future__ import annotations
 
-import io
+import functools
 import json
 import os
 import subprocess
@@ -14,6 +14,7 @@ import sys
 
 import pandas as pd
 import pytest
+from helpers import run_cli
 
 COMMANDS = [[], ["init"], ["import"], ["export"], ["studies"], ["demo"], ["users"], ["users", "add"],
             ["users", "list"], ["users", "disable"], ["users", "set-password"], ["assign"], ["agreement"], ["icc"],
@@ -29,19 +30,9 @@ def medhelm(url, *args, stdin=None):
 
 
 @pytest.fixture
-def cli(capsys, monkeypatch):
+def cli(capsys):
     """``main()`` in process: returns what a subprocess would (exit code, stdout, stderr)."""
-    from medhelm_core.cli import main
-
-    def run(url, *args, stdin=None):
-        monkeypatch.setenv("MEDHELM_DATABASE_URL", url)
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin or ""))
-        with pytest.raises(SystemExit) as exit_info:
-            main(list(args))
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(args, exit_info.value.code, out, err)
-
-    return run
+    return functools.partial(run_cli, capsys)
 
 
 def test_the_entry_point_prints_help(tmp_path):

@@ -2,31 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import json
-import subprocess
 
 import pytest
+from helpers import run_cli
 
-from medhelm_core.cli import main
 from medhelm_core.demo import ANNOTATIONS
 
 
 @pytest.fixture
 def medhelm(capsys):
     """Run the CLI in this process (a subprocess per call would spend most of the test importing)."""
-
-    def run(url: str, *args: str) -> subprocess.CompletedProcess:
-        capsys.readouterr()
-        try:
-            main(["--database-url", url, *args])
-        except SystemExit as done:
-            code = done.code if isinstance(done.code, int) else 1
-        else:
-            code = 0
-        out = capsys.readouterr()
-        return subprocess.CompletedProcess(args, code, out.out, out.err)
-
-    return run
+    return functools.partial(run_cli, capsys)
 
 
 def test_settings_plan_gold_and_quality_round_trip(tmp_path, medhelm):
