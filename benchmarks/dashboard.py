@@ -38,16 +38,26 @@ from baseline_code import extract_package
 from sqlalchemy import insert, select
 from sqlmodel import Session
 
-from medhelm_core.auth import sign_in
-from medhelm_core.dashboard import compute_agreement, criterion_views, data_version, load_dashboard_data
-from medhelm_core.dashboard import wait_for_updates as wait_for_fresh_figures
-from medhelm_core.db import make_engine, transaction
-from medhelm_core.models import Item, JudgeVerdict, JuryRun, MetricScore, Rating, RatingSubmission, Study, User, utcnow
-from medhelm_core.ratings import record_rating
+from medhelm_core.accounts.auth import sign_in
+from medhelm_core.accounts.users import add_user
+from medhelm_core.db.engine import make_engine, transaction
+from medhelm_core.db.migrate import upgrade_database
+from medhelm_core.db.models import (
+    Item,
+    JudgeVerdict,
+    JuryRun,
+    MetricScore,
+    Rating,
+    RatingSubmission,
+    Study,
+    User,
+    utcnow,
+)
+from medhelm_core.figures import compute_agreement, criterion_views, data_version, load_dashboard_data
+from medhelm_core.figures import wait_for_updates as wait_for_fresh_figures
+from medhelm_core.rating.ratings import record_rating
 from medhelm_core.rubric import rubric_spec
-from medhelm_core.schema import upgrade_database
 from medhelm_core.studies import get_or_create_study
-from medhelm_core.users import add_user
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the page imports pages.common
@@ -61,9 +71,9 @@ STALE_NOTE = "Figures as of"
 BASELINE_SCRIPT = """
 import json, sys, time
 from sqlmodel import Session
-from medhelm_core.db import make_engine
-from medhelm_core.models import Study
-from medhelm_core.dashboard import (clinician_leniency, compute_agreement, filter_long, item_means,
+from medhelm_core.db.engine import make_engine
+from medhelm_core.db.models import Study
+from medhelm_core.figures import (clinician_leniency, compute_agreement, filter_long, item_means,
                                     largest_disagreements, load_dashboard_data, score_distribution)
 engine = make_engine(sys.argv[1])
 with Session(engine) as session:

@@ -1,6 +1,6 @@
 """Jury throughput against the loopback OpenAI-compatible server, in one run: this jury vs a plain loop.
 
-The server (tests/fake_openai_server.py) runs in its own process and waits ``--latency`` seconds before
+The server (tests/support/fake_openai_server.py) runs in its own process and waits ``--latency`` seconds before
 every answer, like a provider. The jury makes ``--calls`` calls (one judge, one call per item) at
 ``--concurrency``, writing every verdict to an SQLite file as it arrives; the ceiling is concurrency /
 latency calls per second. The baseline is a plain sequential ``litellm.acompletion`` loop (no parsing, no
@@ -30,13 +30,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
-from jury_support import make_study  # noqa: E402
+from support.jury_support import make_study  # noqa: E402
 
-from medhelm_core.db import make_engine  # noqa: E402
+from medhelm_core.db.engine import make_engine  # noqa: E402
+from medhelm_core.db.migrate import upgrade_database  # noqa: E402
 from medhelm_core.jury import build_config, run_jury  # noqa: E402
 from medhelm_core.jury.calls import load_litellm  # noqa: E402
 from medhelm_core.rubric import default_rubric  # noqa: E402
-from medhelm_core.schema import upgrade_database  # noqa: E402
 
 MODEL = "openai/bench-judge"
 

@@ -29,13 +29,13 @@ from sqlalchemy import func, insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from medhelm_core import rating_queue as rq
-from medhelm_core.assignment import assign_balanced
-from medhelm_core.auth import Principal
-from medhelm_core.db import make_engine, transaction
+from medhelm_core.accounts.auth import Principal
+from medhelm_core.db.engine import make_engine, transaction
+from medhelm_core.db.migrate import upgrade_database
+from medhelm_core.db.models import Item, JudgeVerdict, JuryRun, Rating, RatingSubmission, User, utcnow
 from medhelm_core.errors import DatabaseError
-from medhelm_core.models import Item, JudgeVerdict, JuryRun, Rating, RatingSubmission, User, utcnow
-from medhelm_core.schema import upgrade_database
+from medhelm_core.rating import queue as rq
+from medhelm_core.rating.assignment import assign_balanced
 from medhelm_core.studies import get_or_create_study
 
 CRITERIA = ("accuracy", "completeness", "clarity")

@@ -20,12 +20,12 @@ from pathlib import Path
 from sqlalchemy import insert
 from sqlmodel import Session
 
-from medhelm_core import rating_queue as rq
-from medhelm_core.assignment import assign_balanced
-from medhelm_core.auth import Principal
-from medhelm_core.db import make_engine, transaction
-from medhelm_core.models import Item, User, utcnow
-from medhelm_core.schema import upgrade_database
+from medhelm_core.accounts.auth import Principal
+from medhelm_core.db.engine import make_engine, transaction
+from medhelm_core.db.migrate import upgrade_database
+from medhelm_core.db.models import Item, User, utcnow
+from medhelm_core.rating import queue as rq
+from medhelm_core.rating.assignment import assign_balanced
 from medhelm_core.studies import get_or_create_study
 
 

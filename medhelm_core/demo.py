@@ -13,13 +13,13 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from medhelm_core.assignment import assign_balanced
-from medhelm_core.db import transaction
+from medhelm_core.accounts.users import add_user
+from medhelm_core.db.engine import transaction
+from medhelm_core.db.migrate import upgrade_database
+from medhelm_core.db.models import User
 from medhelm_core.importers import ImportReport, import_paths
-from medhelm_core.models import User
-from medhelm_core.schema import upgrade_database
+from medhelm_core.rating.assignment import assign_balanced
 from medhelm_core.studies import get_or_create_study
-from medhelm_core.users import add_user
 
 ANNOTATIONS = Path(__file__).resolve().parent.parent / "annotations"
 DEMO_ITEMS = ANNOTATIONS / "demo" / "items.jsonl"

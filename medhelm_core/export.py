@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 from sqlmodel import Session
 
-from medhelm_core.audit import Actor, record_event
+from medhelm_core.db.audit import Actor, record_event
+from medhelm_core.db.models import Study
 from medhelm_core.errors import ValidationError
-from medhelm_core.models import Study
-from medhelm_core.study_data import (
+from medhelm_core.frames import (
     clinician_ratings_frame,
     items_frame,
     metrics_long_frame,

@@ -20,9 +20,9 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from medhelm_core.audit import Actor, record_event
+from medhelm_core.db.audit import Actor, record_event
+from medhelm_core.db.models import Criterion, Rubric, Study
 from medhelm_core.errors import InputFileError, NotFoundError, ValidationError
-from medhelm_core.models import Criterion, Rubric, Study
 
 BUNDLED_RUBRICS = Path(__file__).resolve().parent.parent / "annotations" / "rubrics"
 

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from medhelm_core.audit import Actor, record_event
+from medhelm_core.db.audit import Actor, record_event
+from medhelm_core.db.models import Assignment, Item, JudgeVerdict, JuryRun, MetricScore, Rating, Study
 from medhelm_core.errors import NotFoundError, ValidationError
-from medhelm_core.gold import gold_item_ids
-from medhelm_core.models import Assignment, Item, JudgeVerdict, JuryRun, MetricScore, Rating, Study
+from medhelm_core.rating.gold import gold_item_ids
 
 if TYPE_CHECKING:  # planning imports scipy.stats, which every command would otherwise pay for at start-up
-    from medhelm_core.planning import PlanResult
+    from medhelm_core.agreement.planning import PlanResult
 from medhelm_core.rubric import RubricSpec, default_rubric, store_rubric
 
 

@@ -11,10 +11,10 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from medhelm_core import adjudication as adj
-from medhelm_core.db import transaction
+from medhelm_core.db.engine import transaction
 from medhelm_core.errors import MedhelmError
-from medhelm_core.rating_queue import study_rubric
+from medhelm_core.rating import adjudication as adj
+from medhelm_core.rating.queue import study_rubric
 from medhelm_core.studies import get_study, list_studies
 from pages.common import engine, require_role, show_item_texts
 

@@ -1,6 +1,6 @@
 """Agreement: the headline ICC table, its charts, a drill-down to any item, and the report (researchers, admins).
 
-Everything is computed by medhelm_core.dashboard and kept, process-wide, with the study's data version (counts
+Everything is computed by medhelm_core.figures and kept, process-wide, with the study's data version (counts
 and latest times of its ratings, verdicts and metric scores). After a change the page draws the figures it
 has at once, saying how old they are, while current ones are computed in the background; it polls and reruns
 itself when they are ready. The report always uses current figures. Model text is drawn with st.text and
@@ -17,7 +17,10 @@ import streamlit as st
 from sqlmodel import Session
 
 from medhelm_core.agreement import COMPOSITE, POOLED
-from medhelm_core.dashboard import (
+from medhelm_core.db.engine import transaction
+from medhelm_core.db.models import Study
+from medhelm_core.errors import MedhelmError
+from medhelm_core.figures import (
     ITEM_SELECTION,
     FigureKey,
     NotEnoughRatingsError,
@@ -43,11 +46,8 @@ from medhelm_core.dashboard import (
     version_figures,
     versions_updating,
 )
-from medhelm_core.dashboard.versions_data import comparable_runs
-from medhelm_core.db import transaction
-from medhelm_core.errors import MedhelmError
-from medhelm_core.jury.versions import run_versions
-from medhelm_core.models import Study
+from medhelm_core.figures.jury_versions_data import comparable_runs
+from medhelm_core.jury.run_versions import run_versions
 from medhelm_core.report import ReportOptions, write_report, zip_folder
 from medhelm_core.report.alignment import robust_display, subsets_display, versions_display
 from medhelm_core.report.content import agreement_display, interval, leniency_display

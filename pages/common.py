@@ -1,7 +1,7 @@
 """What every page shares: the database engine, the signed-in user, and the role check.
 
 The browser session keeps only a random session token; who it belongs to, their role and whether the
-session is still open are read from the database on every page run (:func:`medhelm_core.auth.resolve_session`),
+session is still open are read from the database on every page run (:func:`medhelm_core.accounts.auth.resolve_session`),
 so an expired or revoked session or a disabled account stops at once, and the role check in
 :func:`require_role` happens on the server for every page, not by hiding links.
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from medhelm_core import auth
-from medhelm_core.auth import Principal
-from medhelm_core.db import shared_engine, transaction
+from medhelm_core.accounts import auth
+from medhelm_core.accounts.auth import Principal
+from medhelm_core.db.engine import shared_engine, transaction
+from medhelm_core.db.migrate import require_current_schema
 from medhelm_core.errors import MedhelmError
-from medhelm_core.schema import require_current_schema
 from medhelm_core.settings import database_url
 
 TOKEN_KEY = "session_token"

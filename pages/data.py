@@ -8,10 +8,10 @@ from pathlib import Path
 import streamlit as st
 from sqlmodel import Session, select
 
-from medhelm_core.db import transaction
+from medhelm_core.db.engine import transaction
+from medhelm_core.db.models import Item
 from medhelm_core.errors import MedhelmError
 from medhelm_core.importers import FORMATS, import_paths
-from medhelm_core.models import Item
 from medhelm_core.studies import get_or_create_study, list_studies
 from pages.common import engine, require_role
 

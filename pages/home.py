@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from medhelm_core.rating_queue import progress
+from medhelm_core.rating.queue import progress
 from medhelm_core.studies import list_studies, summarise_study
 from pages.common import engine, require_role
 

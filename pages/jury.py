@@ -12,16 +12,16 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from medhelm_core.db import transaction
+from medhelm_core.db.engine import transaction
+from medhelm_core.db.models import JuryRun
 from medhelm_core.errors import MedhelmError
 from medhelm_core.jury import background
 from medhelm_core.jury.config import DEFAULT_CONCURRENCY, DEFAULT_MAX_TOKENS, JuryConfig, judges_from_text
 from medhelm_core.jury.results import criterion_means, item_jury_scores, verdict_scores_frame
+from medhelm_core.jury.run_versions import preview_items, preview_prompt, run_versions, stored_config
 from medhelm_core.jury.runner import estimate_run
 from medhelm_core.jury.store import ACTIVE_STATUSES, effective_status, planned_calls, run_state, study_runs
 from medhelm_core.jury.templates import list_template_versions, save_template_version, template_names
-from medhelm_core.jury.versions import preview_items, preview_prompt, run_versions, stored_config
-from medhelm_core.models import JuryRun
 from medhelm_core.rubric import compatible_rubric_versions, rubric_spec
 from medhelm_core.studies import list_studies
 from pages.common import engine, require_role

@@ -11,9 +11,9 @@ import streamlit as st
 from sqlalchemy import func, or_
 from sqlmodel import Session, select
 
+from medhelm_core.db.models import Item
 from medhelm_core.errors import MedhelmError
 from medhelm_core.metrics import Progress, compute_metrics, metric_scores_frame, metric_settings_frame, metric_specs
-from medhelm_core.models import Item
 from medhelm_core.studies import list_studies
 from pages.common import engine, require_role
 

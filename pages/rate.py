@@ -13,10 +13,10 @@ import uuid
 import streamlit as st
 from sqlmodel import Session
 
-from medhelm_core import rating_queue as rq
-from medhelm_core.db import transaction
+from medhelm_core.db.engine import transaction
+from medhelm_core.db.models import RatingFlag
 from medhelm_core.errors import DatabaseError, MedhelmError
-from medhelm_core.models import RatingFlag
+from medhelm_core.rating import queue as rq
 from pages.common import engine, require_role, show_item_texts
 
 FLAGS = {"": "No flag", **{f.value: f.value.replace("_", " ").capitalize() for f in RatingFlag}}

@@ -13,18 +13,18 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from medhelm_core import gold, retest
-from medhelm_core.assignment import (
+from medhelm_core.agreement.planning import items_needed
+from medhelm_core.db.engine import transaction
+from medhelm_core.errors import MedhelmError
+from medhelm_core.rating import gold, retest
+from medhelm_core.rating.assignment import (
     assign_balanced,
     rater_progress,
     reassign,
     study_clinicians,
     unrated_assignments,
 )
-from medhelm_core.db import transaction
-from medhelm_core.errors import MedhelmError
-from medhelm_core.planning import items_needed
-from medhelm_core.rater_report import study_rater_quality
+from medhelm_core.rating.quality import study_rater_quality
 from medhelm_core.studies import get_study, list_studies, plan_progress, save_plan, set_speed_threshold
 from pages.common import engine, require_role
 

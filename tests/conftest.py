@@ -20,13 +20,13 @@ from hypothesis import settings as hypothesis_settings
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
-from medhelm_core.db import make_engine
+from medhelm_core.db.engine import make_engine
+from medhelm_core.db.migrate import upgrade_database
 from medhelm_core.demo import seed_demo
-from medhelm_core.schema import upgrade_database
 
 # Property tests draw the same examples on every run, so CI is reproducible and never fails by chance;
 # again. MEDHELM_HYPOTHESIS_PROFILE=explore searches afresh (it finds the ICC(2) interval instability that
-# tests/test_agreement_icc.py marks as a known failure).
+# tests/agreement/test_agreement_icc.py marks as a known failure).
 hypothesis_settings.register_profile("ci", derandomize=True)
 hypothesis_settings.register_profile("explore", derandomize=False)
 hypothesis_settings.load_profile(os.environ.get("MEDHELM_HYPOTHESIS_PROFILE", "ci"))
@@ -103,7 +103,7 @@ def _checkpointed(eng: Engine) -> None:
 
 # Templates: a database brought to the latest schema by the migrations once (and one with the demo seeded);
 # each test gets a copy: a file copy for SQLite, CREATE DATABASE ... TEMPLATE for PostgreSQL. Ten times
-# quicker than migrating (and seeding) per test; tests/test_schema.py and tests/test_demo.py test those.
+# quicker than migrating (and seeding) per test; tests/db/test_schema.py and tests/importers/test_demo.py test those.
 
 
 @pytest.fixture(scope="session")

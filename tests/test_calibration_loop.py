@@ -14,27 +14,27 @@ import random
 
 import pytest
 from conftest import REPO
-from fake_openai_server import FakeOpenAI
 from sqlmodel import Session, select
 from streamlit.testing.v1 import AppTest
+from support.fake_openai_server import FakeOpenAI
 
-from medhelm_core import adjudication as adj
-from medhelm_core import auth
-from medhelm_core import rating_queue as rq
-from medhelm_core.assignment import assign_balanced
-from medhelm_core.auth import Principal
-from medhelm_core.dashboard.versions_data import study_version_agreement
-from medhelm_core.db import make_engine, transaction
+from medhelm_core.accounts import auth
+from medhelm_core.accounts.auth import Principal
+from medhelm_core.agreement.planning import items_needed
+from medhelm_core.db.engine import make_engine, transaction
+from medhelm_core.db.models import Item, User
 from medhelm_core.demo import ANNOTATIONS, DEMO_STUDY, seed_demo
-from medhelm_core.gold import import_gold
+from medhelm_core.figures.jury_versions_data import study_version_agreement
 from medhelm_core.jury import run_jury
 from medhelm_core.jury.config import build_config
 from medhelm_core.jury.prompt import DEFAULT_TEMPLATE
 from medhelm_core.jury.templates import save_template_version
-from medhelm_core.models import Item, User
-from medhelm_core.planning import items_needed
-from medhelm_core.rater_report import study_rater_quality
-from medhelm_core.retest import set_retest
+from medhelm_core.rating import adjudication as adj
+from medhelm_core.rating import queue as rq
+from medhelm_core.rating.assignment import assign_balanced
+from medhelm_core.rating.gold import import_gold
+from medhelm_core.rating.quality import study_rater_quality
+from medhelm_core.rating.retest import set_retest
 from medhelm_core.rubric import rubric_spec
 from medhelm_core.studies import get_study, save_plan, set_speed_threshold
 from pages.common import TOKEN_KEY

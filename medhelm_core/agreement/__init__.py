@@ -82,6 +82,7 @@ from medhelm_core.agreement.judges import (
     clinician_ceiling,
     judge_subset_agreement,
 )
+from medhelm_core.agreement.jury_versions import VERSION_COLUMNS, version_agreement
 from medhelm_core.agreement.kappa import KAPPA_CI_COLUMNS, KAPPA_WEIGHTS, weighted_kappa, weighted_kappa_ci
 from medhelm_core.agreement.pairs import PAIR_COLUMNS, most_shared_pair, pair_agreement, zscore_within
 from medhelm_core.agreement.protocol import (
@@ -92,7 +93,6 @@ from medhelm_core.agreement.protocol import (
     agreement_table,
     comparison_name,
 )
-from medhelm_core.agreement.versions import VERSION_COLUMNS, version_agreement
 
 __all__ = [
     "ALL_JUDGES",

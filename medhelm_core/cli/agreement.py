@@ -11,9 +11,9 @@ import typer
 from sqlmodel import Session, select
 
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
-from medhelm_core.db import transaction
+from medhelm_core.db.engine import transaction
+from medhelm_core.db.models import JuryRun, Study
 from medhelm_core.errors import InputFileError, NotFoundError, ValidationError
-from medhelm_core.models import JuryRun, Study
 from medhelm_core.studies import get_study
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def aligned(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequen
 
 def _jury_run_label(session: Session, study: Study, jury_run_id: int | None) -> str:
     """Which jury run the table uses; a run id that is not this study's is an error, not an empty jury."""
-    from medhelm_core.study_data import default_jury_run
+    from medhelm_core.frames import default_jury_run
 
     runs = session.exec(select(JuryRun).where(JuryRun.study_id == study.id).order_by(JuryRun.id.desc())).all()
     if jury_run_id is None:
@@ -119,7 +119,7 @@ def agreement_cmd(
     if baseline is not None:
         raise ValidationError("--baseline goes with --versions")
     from medhelm_core.agreement import agreement_table
-    from medhelm_core.study_data import scores_long_frame
+    from medhelm_core.frames import scores_long_frame
 
     with transaction(engine_for(ctx)) as session:
         target = get_study(session, study)
@@ -181,7 +181,7 @@ def agreement_cmd(
 def _versions(ctx: typer.Context, study: str, baseline: int | None, benchmarks: list[str], criteria: list[str],
               resamples: int, seed: int, as_json: bool) -> None:
     """``medhelm agreement STUDY --versions``: each jury run's agreement, and its change from the baseline."""
-    from medhelm_core.dashboard.versions_data import load_version_inputs, version_table
+    from medhelm_core.figures.jury_versions_data import load_version_inputs, version_table
 
     with transaction(engine_for(ctx)) as session:
         target = get_study(session, study)

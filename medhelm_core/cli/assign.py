@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from medhelm_core.assignment import assign_balanced, study_clinicians
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
-from medhelm_core.db import transaction
+from medhelm_core.db.engine import transaction
+from medhelm_core.rating.assignment import assign_balanced, study_clinicians
 from medhelm_core.studies import get_study
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
-from medhelm_core.db import transaction
+from medhelm_core.db.engine import transaction
 from medhelm_core.errors import ValidationError
 
 audit_app = typer.Typer(help="The audit trail: who changed what, and when.", no_args_is_help=True)
@@ -29,7 +29,7 @@ def export_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Export audit events (rating revisions, assignments, imports, exports, jury runs, account changes)."""
-    from medhelm_core.audit import audit_events, parse_since
+    from medhelm_core.db.audit import audit_events, parse_since
     from medhelm_core.studies import get_study
 
     if fmt not in AUDIT_FORMATS:

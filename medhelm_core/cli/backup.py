@@ -16,7 +16,7 @@ def backup_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Back up the database while the app runs (SQLite online backup; pg_dump for PostgreSQL)."""
-    from medhelm_core.backup import backup_database
+    from medhelm_core.db.backup import backup_database
 
     info = backup_database(engine_for(ctx, check_schema=False), out)
     emit(info, as_json, f"backed up the {info.backend} database at schema {info.revision} to {out} "
@@ -31,8 +31,8 @@ def restore_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Replace the database with a backup (checks its schema revision; asks for --yes over existing data)."""
-    from medhelm_core.backup import restore_database
-    from medhelm_core.schema import head_revision
+    from medhelm_core.db.backup import restore_database
+    from medhelm_core.db.migrate import head_revision
 
     info = restore_database(engine_for(ctx, check_schema=False), source, overwrite=yes)
     note = "" if info.revision == head_revision() else f"; run `medhelm init` to upgrade it to {head_revision()}"

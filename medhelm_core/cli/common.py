@@ -9,8 +9,8 @@ from typing import Any
 import typer
 from sqlalchemy.engine import Engine
 
-from medhelm_core.db import make_engine
-from medhelm_core.schema import require_current_schema
+from medhelm_core.db.engine import make_engine
+from medhelm_core.db.migrate import require_current_schema
 from medhelm_core.settings import database_url
 
 app = typer.Typer(

@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
-from medhelm_core.db import describe_url, transaction
+from medhelm_core.db.engine import describe_url, transaction
+from medhelm_core.db.migrate import upgrade_database
 from medhelm_core.rubric import load_rubric_file
-from medhelm_core.schema import upgrade_database
 from medhelm_core.studies import get_or_create_study, get_study, list_studies, summarise_study
 
 # pandas and pyarrow load only in the commands that need them, so `medhelm --help` starts fast.

@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
-from medhelm_core.db import describe_url
+from medhelm_core.db.engine import describe_url
 from medhelm_core.errors import MedhelmError
 
 REPO = Path(__file__).resolve().parents[2]

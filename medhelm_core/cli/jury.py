@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
-from medhelm_core.db import transaction
+from medhelm_core.db.engine import transaction
 from medhelm_core.errors import MedhelmError, NotFoundError, ValidationError
 
 jury_app = typer.Typer(help="Rate a study's items with an LLM jury (judge models through litellm).",
@@ -152,7 +152,7 @@ def run_cmd(
     Keys are read from the environment (or Streamlit secrets), never from files or the database.
     """
     from medhelm_core.jury.config import build_config, load_jury_file
-    from medhelm_core.jury.versions import choose_template
+    from medhelm_core.jury.run_versions import choose_template
     from medhelm_core.rubric import judge_rubric
     from medhelm_core.studies import get_study
 
@@ -183,8 +183,8 @@ def resume_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Resume a stopped or interrupted run with its stored judges, template, rubric version and settings."""
-    from medhelm_core.jury.versions import stored_config
-    from medhelm_core.models import JuryRun
+    from medhelm_core.db.models import JuryRun
+    from medhelm_core.jury.run_versions import stored_config
     from medhelm_core.studies import get_study
 
     with transaction(engine_for(ctx)) as session:
@@ -203,8 +203,8 @@ def status_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """List the study's jury runs: judges, rubric and prompt versions, status, verdicts, tokens and cost."""
+    from medhelm_core.jury.run_versions import run_versions
     from medhelm_core.jury.store import effective_status, planned_calls, run_state, study_runs
-    from medhelm_core.jury.versions import run_versions
     from medhelm_core.studies import get_study
 
     with transaction(engine_for(ctx)) as session:

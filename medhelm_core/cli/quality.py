@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
-from medhelm_core.db import transaction
+from medhelm_core.db.engine import transaction
 from medhelm_core.errors import ValidationError
 from medhelm_core.studies import get_study, plan_progress, save_plan, set_speed_threshold
 
@@ -79,7 +79,7 @@ def set_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Change the study's settings; each change is recorded in the audit trail."""
-    from medhelm_core import adjudication, retest
+    from medhelm_core.rating import adjudication, retest
 
     with transaction(engine_for(ctx)) as session:
         study = get_study(session, name)
@@ -117,7 +117,7 @@ def plan_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """How many items a study needs for the ICC interval wanted (after Zou 2012, computed exactly)."""
-    from medhelm_core.planning import items_needed  # scipy.stats: paid for by this command only
+    from medhelm_core.agreement.planning import items_needed  # scipy.stats: paid for by this command only
 
     if save and not study:
         raise ValidationError("--save needs --study NAME")
@@ -149,7 +149,7 @@ def gold_import_cmd(
 ) -> None:
     """Set the expected score ranges of gold items (all or nothing); run `medhelm assign` after to give each
     gold item to every clinician."""
-    from medhelm_core import gold
+    from medhelm_core.rating import gold
 
     with transaction(engine_for(ctx)) as session:
         report = gold.import_gold(session, get_study(session, name), path, actor="cli")
@@ -161,7 +161,7 @@ def gold_import_cmd(
 def gold_list_cmd(ctx: typer.Context, name: str = typer.Argument(..., help="Study name."),
                   as_json: bool = JsonOption) -> None:
     """Print the study's gold ranges."""
-    from medhelm_core import gold
+    from medhelm_core.rating import gold
 
     with transaction(engine_for(ctx)) as session:
         frame = gold.gold_ranges_frame(session, get_study(session, name))
@@ -174,7 +174,7 @@ def gold_clear_cmd(ctx: typer.Context, name: str = typer.Argument(..., help="Stu
     """Remove every gold range of the study (its items become ordinary items; ratings are kept)."""
     if not yes:
         raise ValidationError("this removes every gold range of the study; add --yes to confirm")
-    from medhelm_core import gold
+    from medhelm_core.rating import gold
 
     with transaction(engine_for(ctx)) as session:
         removed = gold.clear_gold(session, get_study(session, name), actor="cli")
@@ -189,7 +189,7 @@ def _table(frame: pd.DataFrame) -> str:
 def quality_cmd(ctx: typer.Context, name: str = typer.Argument(..., help="Study name."),
                 as_json: bool = JsonOption) -> None:
     """Rater quality: fast submissions, gold accuracy and test-retest agreement per clinician."""
-    from medhelm_core.rater_report import study_rater_quality
+    from medhelm_core.rating.quality import study_rater_quality
 
     with transaction(engine_for(ctx)) as session:
         quality = study_rater_quality(session, get_study(session, name))

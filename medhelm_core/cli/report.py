@@ -8,7 +8,7 @@ import typer
 
 from medhelm_core.cli.agreement import PROTOCOL_NAMES, plain
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
-from medhelm_core.db import transaction
+from medhelm_core.db.engine import transaction
 from medhelm_core.errors import ValidationError
 from medhelm_core.studies import get_study
 

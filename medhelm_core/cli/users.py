@@ -6,10 +6,10 @@ import sys
 
 import typer
 
+from medhelm_core.accounts.users import add_user, disable_user, list_users, set_password
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
-from medhelm_core.db import transaction
+from medhelm_core.db.engine import transaction
 from medhelm_core.errors import ValidationError
-from medhelm_core.users import add_user, disable_user, list_users, set_password
 
 users_app = typer.Typer(help="Manage accounts (admins, researchers, clinicians, adjudicators).", no_args_is_help=True)
 app.add_typer(users_app, name="users")

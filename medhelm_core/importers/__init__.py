@@ -12,13 +12,13 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from medhelm_core.audit import Actor, record_event
+from medhelm_core.db.audit import Actor, record_event
+from medhelm_core.db.models import Study
 from medhelm_core.errors import InputFileError, ValidationError
 from medhelm_core.importers.helm import helm_records, is_run_folder
 from medhelm_core.importers.medhelm_ratings import import_medhelm_ratings, looks_like_medhelm_ratings
 from medhelm_core.importers.records import ImportReport, ItemRecord, store_items
 from medhelm_core.importers.tabular import csv_header, item_records
-from medhelm_core.models import Study
 from medhelm_core.rubric import rubric_spec
 
 FORMATS = ("helm", "jsonl", "csv", "parquet", "medhelm-ratings")

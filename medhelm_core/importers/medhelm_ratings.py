@@ -20,11 +20,11 @@ from typing import Any
 
 from sqlmodel import Session, select
 
+from medhelm_core.db.models import RECORDED_RATER, JudgeVerdict, JuryRun, Role, Study, User, VerdictStatus, utcnow
 from medhelm_core.errors import InputFileError, ValidationError
 from medhelm_core.importers.records import ImportReport, ItemRecord, require_text, store_items, validation_at
 from medhelm_core.importers.tabular import csv_header, csv_rows
-from medhelm_core.models import RECORDED_RATER, JudgeVerdict, JuryRun, Role, Study, User, VerdictStatus, utcnow
-from medhelm_core.ratings import record_rating
+from medhelm_core.rating.ratings import record_rating
 from medhelm_core.rubric import RubricSpec
 
 REQUIRED_COLUMNS = ("rater_id", "instance_id", "dataset_name", "model_key")

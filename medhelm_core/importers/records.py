@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlmodel import Session, select
 
+from medhelm_core.db.models import Item, JudgeVerdict, Rating, Study
 from medhelm_core.errors import InputFileError, ValidationError
-from medhelm_core.models import Item, JudgeVerdict, Rating, Study
 
 
 @dataclass

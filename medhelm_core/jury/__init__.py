@@ -4,7 +4,7 @@
   config hash names the run and keys the verdict cache; ``jury.toml`` files.
 - :mod:`~medhelm_core.jury.prompt`: MedHELM's prompt, with the evaluated texts fenced.
 - :mod:`~medhelm_core.jury.templates`: versioned prompt templates (the bundled one is ``medhelm`` v1).
-- :mod:`~medhelm_core.jury.versions`: the judges, rubric and prompt versions a run uses and records.
+- :mod:`~medhelm_core.jury.run_versions`: the judges, rubric and prompt versions a run uses and records.
 - :mod:`~medhelm_core.jury.parse`: strict JSON, then the judge's own final JSON object.
 - :mod:`~medhelm_core.jury.calls`: one judge call with retries, back-off and a reminder (imports litellm).
 - :mod:`~medhelm_core.jury.runner`: the concurrent run, written verdict by verdict; stop and resume.
@@ -20,6 +20,7 @@ from medhelm_core.jury.cost import JuryEstimate, price_per_token
 from medhelm_core.jury.parse import ParsedVerdict, VerdictParseError, parse_verdict
 from medhelm_core.jury.prompt import DEFAULT_TEMPLATE, render_prompt
 from medhelm_core.jury.results import criterion_means, item_jury_scores, verdict_scores_frame
+from medhelm_core.jury.run_versions import RunVersions, choose_template, run_versions, stored_config
 from medhelm_core.jury.runner import Progress, RunSummary, estimate_run, prepare_run, run_jury, run_jury_async
 from medhelm_core.jury.store import RunBusyError, effective_status, planned_calls, request_stop, study_runs
 from medhelm_core.jury.templates import (
@@ -29,7 +30,6 @@ from medhelm_core.jury.templates import (
     list_template_versions,
     save_template_version,
 )
-from medhelm_core.jury.versions import RunVersions, choose_template, run_versions, stored_config
 
 __all__ = [
     "DEFAULT_TEMPLATE",

@@ -20,13 +20,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from medhelm_core.db.models import VerdictStatus
 from medhelm_core.errors import MedhelmError
 from medhelm_core.jury.config import JudgeSpec, JuryConfig
 from medhelm_core.jury.cost import usage_and_cost
 from medhelm_core.jury.parse import VerdictParseError, parse_verdict
 from medhelm_core.jury.prompt import reminder_message
 from medhelm_core.jury.store import VerdictOutcome, WorkItem
-from medhelm_core.models import VerdictStatus
 
 REMINDER_SEPARATOR = "\n\n----- answer after a reminder -----\n\n"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)

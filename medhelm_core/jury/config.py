@@ -282,7 +282,7 @@ class JuryConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], rubric: RubricSpec) -> JuryConfig:
         """Rebuild a config stored with :meth:`to_dict` (to resume a run) on ``rubric``, the version it used
-        (see :func:`medhelm_core.jury.versions.stored_config`)."""
+        (see :func:`medhelm_core.jury.run_versions.stored_config`)."""
         version = data.get("prompt_version")
         return cls(
             judges=tuple(JudgeSpec(**{k: v for k, v in j.items() if k in _JUDGE_KEYS}) for j in data["judges"]),

@@ -3,7 +3,7 @@
 The jury mean of an item is the unweighted mean over every surviving (``ok``) judge and criterion, on the
 rubric's scale, with ``n_judges`` saying how many judges it rests on and ``n_failed`` how many failed. An
 item with no surviving judge has no jury score (NaN), never a default. The per-criterion means are
-:func:`medhelm_core.study_data.jury_long_frame`'s, which the agreement engine reads.
+:func:`medhelm_core.frames.jury_long_frame`'s, which the agreement engine reads.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 import pandas as pd
 from sqlmodel import Session, select
 
+from medhelm_core.db.models import Item, JudgeVerdict, JuryRun, Study, VerdictStatus
 from medhelm_core.errors import NotFoundError
-from medhelm_core.models import Item, JudgeVerdict, JuryRun, Study, VerdictStatus
-from medhelm_core.study_data import jury_long_frame
+from medhelm_core.frames import jury_long_frame
 
 VERDICT_COLUMNS = ["item_id", "benchmark", "instance_id", "model", "judge", "status", "criterion", "score",
                    "explanation", "error", "raw_response"]

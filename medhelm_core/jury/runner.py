@@ -22,7 +22,8 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from medhelm_core.db import transaction
+from medhelm_core.db.engine import transaction
+from medhelm_core.db.models import JuryRun, VerdictStatus
 from medhelm_core.jury.calls import MissingCredentialsError, check_credentials, judge_item, load_litellm, secret_values
 from medhelm_core.jury.config import JuryConfig
 from medhelm_core.jury.cost import JuryEstimate, estimate_plan
@@ -39,7 +40,6 @@ from medhelm_core.jury.store import (
     run_state,
     stored_status,
 )
-from medhelm_core.models import JuryRun, VerdictStatus
 from medhelm_core.studies import get_study
 
 HEARTBEAT_SECONDS = 2.0

@@ -24,12 +24,12 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, select
 
-from medhelm_core.audit import record_event
-from medhelm_core.db import transaction
+from medhelm_core.db.audit import record_event
+from medhelm_core.db.engine import transaction
+from medhelm_core.db.models import Item, JudgeVerdict, JuryRun, Study, VerdictStatus, utcnow
 from medhelm_core.errors import DatabaseError, MedhelmError, NotFoundError, ValidationError
 from medhelm_core.jury.config import JudgeSpec, JuryConfig, sha256_json, stored_prompt
 from medhelm_core.jury.prompt import RenderedPrompt, render_prompt
-from medhelm_core.models import Item, JudgeVerdict, JuryRun, Study, VerdictStatus, utcnow
 
 #: A run whose worker has not written a heartbeat for this long is taken to be interrupted.
 HEARTBEAT_STALE = timedelta(seconds=10)

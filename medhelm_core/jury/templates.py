@@ -20,10 +20,10 @@ from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from medhelm_core.audit import Actor, record_event
+from medhelm_core.db.audit import Actor, record_event
+from medhelm_core.db.models import PromptTemplate
 from medhelm_core.errors import MedhelmError, NotFoundError, ValidationError
 from medhelm_core.jury.prompt import DEFAULT_TEMPLATE, DEFAULT_TEMPLATE_NAME, check_template
-from medhelm_core.models import PromptTemplate
 
 DEFAULT_TEMPLATE_NOTE = "bundled default: MedHELM's jury prompt with the evaluated texts fenced"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")

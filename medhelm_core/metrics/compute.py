@@ -17,11 +17,11 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from medhelm_core.db import transaction
+from medhelm_core.db.engine import transaction
+from medhelm_core.db.models import Item
 from medhelm_core.errors import ValidationError
 from medhelm_core.metrics.spec import BertScoreSpec, MetricSpec, RougeSpec, bertscore_spec, settings_hash
 from medhelm_core.metrics.store import scored_item_ids, write_scores
-from medhelm_core.models import Item
 from medhelm_core.studies import get_study
 
 __all__ = ["MetricResult", "MetricsReport", "Progress", "compute_metrics", "metric_specs"]

@@ -14,7 +14,7 @@ import pandas as pd
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from medhelm_core.models import Item, MetricScore, Study
+from medhelm_core.db.models import Item, MetricScore, Study
 
 __all__ = ["metric_scores_frame", "metric_settings_frame", "scored_item_ids", "write_scores"]
 

@@ -1,7 +1,7 @@
 """The calibration report: one HTML file that opens offline, a PDF of the same content, and a data bundle.
 
 - :mod:`~medhelm_core.report.content`: :class:`ReportOptions` and :func:`report_content` (every table and
-  chart, computed once with :mod:`medhelm_core.dashboard`, so the report matches the Agreement page).
+  chart, computed once with :mod:`medhelm_core.figures`, so the report matches the Agreement page).
 - :mod:`~medhelm_core.report.method`: the method in plain words.
 - :mod:`~medhelm_core.report.html`, :mod:`~medhelm_core.report.pdf`: the two renderings.
 - :mod:`~medhelm_core.report.bundle`: CSV files and ``manifest.json`` to recompute the figures elsewhere.

@@ -11,9 +11,9 @@ from typing import Any
 import pandas as pd
 from sqlmodel import Session
 
-from medhelm_core.audit import record_event
-from medhelm_core.dashboard import DashboardData, load_dashboard_data
-from medhelm_core.models import Study
+from medhelm_core.db.audit import record_event
+from medhelm_core.db.models import Study
+from medhelm_core.figures import DashboardData, load_dashboard_data
 from medhelm_core.report.bundle import MANIFEST, write_bundle
 from medhelm_core.report.content import ReportContent, ReportOptions, report_content
 from medhelm_core.report.html import render_html

@@ -18,10 +18,10 @@ from typing import Any
 import pandas as pd
 from sqlmodel import Session
 
+from medhelm_core.db.models import Study
+from medhelm_core.frames import clinician_ratings_frame, rating_history_frame, verdicts_frame
 from medhelm_core.metrics import metric_scores_frame
-from medhelm_core.models import Study
 from medhelm_core.report.content import ReportContent
-from medhelm_core.study_data import clinician_ratings_frame, rating_history_frame, verdicts_frame
 
 BUNDLE_DIR = "data"
 MANIFEST = "manifest.json"

@@ -1,6 +1,6 @@
 """What a calibration report says, assembled once and rendered three ways (HTML, PDF, data bundle).
 
-:func:`report_content` computes every table and chart from a :class:`~medhelm_core.dashboard.DashboardData`
+:func:`report_content` computes every table and chart from a :class:`~medhelm_core.figures.DashboardData`
 (or takes the agreement table the page already has), so the HTML, the PDF and the CSV files cannot
 disagree with each other or with the Agreement page.
 """
@@ -20,7 +20,10 @@ import pandas as pd
 from sqlmodel import Session, col, select
 
 from medhelm_core.agreement import COMPOSITE, POOLED, PROTOCOLS
-from medhelm_core.dashboard import (
+from medhelm_core.db.migrate import current_revision
+from medhelm_core.db.models import Item, Study
+from medhelm_core.errors import ValidationError
+from medhelm_core.figures import (
     DashboardData,
     VersionFigures,
     bland_altman,
@@ -44,10 +47,7 @@ from medhelm_core.dashboard import (
     score_distribution,
     version_chart,
 )
-from medhelm_core.errors import ValidationError
-from medhelm_core.models import Item, Study
-from medhelm_core.rater_report import RaterQuality, study_rater_quality
-from medhelm_core.schema import current_revision
+from medhelm_core.rating.quality import RaterQuality, study_rater_quality
 
 #: distributions whose versions decide the figures (or how they are drawn); listed in the manifest
 PACKAGES = (
@@ -187,7 +187,7 @@ def report_content(
 ) -> ReportContent:
     """Compute a report's tables and charts; pass ``agreement`` to reuse a table computed with the same options.
 
-    Raises :class:`~medhelm_core.dashboard.NotEnoughRatingsError` when there is nothing to report yet.
+    Raises :class:`~medhelm_core.figures.NotEnoughRatingsError` when there is nothing to report yet.
     """
     if agreement is None:
         agreement = compute_agreement(
@@ -323,7 +323,7 @@ def disagreements_display(d: pd.DataFrame) -> pd.DataFrame:
 
 def leniency_display(le: pd.DataFrame, speed: pd.DataFrame | None = None) -> pd.DataFrame:
     """Clinician leniency and agreement with the others as strings; with ``speed``
-    (:func:`~medhelm_core.rater_quality.speed_summary`), each clinician's fast first ratings too."""
+    (:func:`~medhelm_core.rating.quality_flags.speed_summary`), each clinician's fast first ratings too."""
     out = pd.DataFrame(
         {
             "clinician": le["clinician"],

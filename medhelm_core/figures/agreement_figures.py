@@ -1,0 +1,297 @@
+"""The Agreement page's figures for a study and a choice of filters, kept current without making the page wait.
+
+Two process-wide :class:`~medhelm_core.figures.refresh.RefreshStore` s hold what the page draws: the
+study's scores (:class:`~medhelm_core.figures.data.DashboardData`, per database, study and jury-run
+choice) and the figures computed from them (:class:`AgreementFigures`, per those and the protocol, benchmark
+and model filters), each with the :func:`~medhelm_core.figures.data.data_version` it was computed at.
+
+A page run passes the current data version. Figures of that version are drawn as they are; older figures
+are drawn at once, with :func:`freshness_note` saying how old they are, while the current ones are computed
+in a background thread (the page polls :func:`figures_updating` and reruns itself); with no figures at all,
+the run computes them and waits. A report export uses :func:`fresh_figures`, never stale ones.
+
+The figures are shared between sessions: callers must not modify their frames.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from medhelm_core.agreement import COMPOSITE
+from medhelm_core.db.models import Study
+from medhelm_core.errors import MedhelmError, NotFoundError
+from medhelm_core.figures.data import DashboardData, data_version, load_dashboard_data
+from medhelm_core.figures.refresh import Lookup, RefreshStore
+from medhelm_core.figures.tables import (
+    bland_altman,
+    clinician_leniency,
+    compute_agreement,
+    filter_long,
+    headline_table,
+    item_means,
+    judge_subset_table,
+    judge_table,
+    largest_disagreements,
+    robust_agreement,
+    score_distribution,
+)
+
+#: the study's scores: a handful of studies and jury-run choices are open at once; each is tens of MB
+DATA_STORE: RefreshStore[DashboardData] = RefreshStore(max_keys=4, name="study scores")
+#: the figures per choice of filters (they share their study's scores)
+FIGURE_STORE: RefreshStore[AgreementFigures] = RefreshStore(max_keys=16, name="agreement figures")
+
+
+@dataclass(frozen=True)
+class FigureKey:
+    """What a set of figures depends on besides the data: the database, the study and the page's choices.
+
+    ``jury_run`` is the choice (None: the study's default run, resolved when the scores are loaded).
+    """
+
+    database: str
+    study_id: int
+    jury_run: int | None = None
+    protocol: str = "medhelm"
+    benchmarks: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        engine: Engine,
+        study_id: int,
+        jury_run: int | None = None,
+        protocol: str = "medhelm",
+        benchmarks: Sequence[str] = (),
+        models: Sequence[str] = (),
+    ) -> FigureKey:
+        """The key of these choices on ``engine``'s database (its URL without the password)."""
+        return cls(engine.url.render_as_string(hide_password=True), int(study_id), jury_run, protocol,
+                   tuple(benchmarks), tuple(models))
+
+    @property
+    def data_key(self) -> tuple[str, int, int | None]:
+        """The key of the scores these figures are computed from."""
+        return (self.database, self.study_id, self.jury_run)
+
+
+@dataclass(frozen=True)
+class CriterionViews:
+    """The descriptive tables the page charts for one criterion (or the composite)."""
+
+    means: pd.DataFrame
+    limits: dict[str, float]
+    leniency: pd.DataFrame
+    distribution: pd.DataFrame
+    disagreements: pd.DataFrame
+
+
+T = TypeVar("T")
+
+@dataclass(frozen=True, eq=False)
+class AgreementFigures:
+    """Everything the Agreement page draws for one choice of filters, from one version of the study's scores.
+
+    The agreement table and its headline and per-judge views are computed up front; the per-criterion views
+    on first use (and kept), since most criteria are never looked at.
+    """
+
+    data: DashboardData
+    protocol: str
+    benchmarks: tuple[str, ...]
+    models: tuple[str, ...]
+    table: pd.DataFrame
+    headline: pd.DataFrame
+    judges: pd.DataFrame
+    _views: dict[str, CriterionViews] = field(default_factory=dict, repr=False)
+    _extras: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def robust(self) -> pd.DataFrame:
+        """Gwet's AC2 and the weighted kappa with bootstrap intervals beside the ICC
+        (:func:`~medhelm_core.agreement.robust.robust_table`), computed once."""
+        return self._extra("robust")
+
+    def judge_subsets(self) -> pd.DataFrame:
+        """Each judge alone, the whole jury and every jury without one judge against the clinicians, with the
+        clinicians' own ceiling (:func:`~medhelm_core.agreement.judge_subset_agreement`, composite), computed
+        once; empty when the jury run has fewer than two judges."""
+        return self._extra("judge_subsets")
+
+    def _once(self, kept: dict[str, T], name: str, compute: Callable[[], T]) -> T:
+        """``kept[name]``, computed on first use; two sessions asking at once may both compute it (the lock is
+        not held while computing), and the first result is kept: the figures are the same."""
+        with self._lock:
+            found = kept.get(name)
+        if found is None:
+            found = compute()
+            with self._lock:
+                found = kept.setdefault(name, found)
+        return found
+
+    def _extra(self, name: str) -> pd.DataFrame:
+        return self._once(self._extras, name, lambda: EXTRAS[name](self))
+
+    @property
+    def extras_viewed(self) -> tuple[str, ...]:
+        """The extra tables computed so far (the next version computes them up front)."""
+        with self._lock:
+            return tuple(self._extras)
+
+    def views(self, criterion: str = COMPOSITE) -> CriterionViews:
+        """The descriptive tables of ``criterion``, computed once."""
+        return self._once(self._views, criterion,
+                          lambda: criterion_views(self.data, self.benchmarks, self.models, criterion))
+
+    @property
+    def criteria_viewed(self) -> tuple[str, ...]:
+        """The criteria whose views have been computed (the next version computes them up front)."""
+        with self._lock:
+            return tuple(self._views)
+
+
+def criterion_views(
+    data: DashboardData, benchmarks: Sequence[str] = (), models: Sequence[str] = (), criterion: str = COMPOSITE
+) -> CriterionViews:
+    """Item means, Bland-Altman limits, clinician leniency, score distribution and the largest disagreements."""
+    long = filter_long(data.long, benchmarks, models)
+    means = item_means(long, criterion, data.criteria)
+    return CriterionViews(
+        means=means,
+        limits=bland_altman(means),
+        leniency=clinician_leniency(long, criterion, data.criteria),
+        distribution=score_distribution(long, data.criteria),
+        disagreements=largest_disagreements(means, data.items, 10),
+    )
+
+
+#: the tables computed on first use, by name
+EXTRAS: dict[str, Callable[[AgreementFigures], pd.DataFrame]] = {
+    "robust": lambda f: robust_agreement(f.data, f.benchmarks, f.models),
+    "judge_subsets": lambda f: judge_subset_table(filter_long(f.data.long, f.benchmarks, f.models)),
+}
+
+
+def compute_figures(
+    data: DashboardData,
+    protocol: str = "medhelm",
+    benchmarks: Sequence[str] = (),
+    models: Sequence[str] = (),
+    criteria: Sequence[str] = (COMPOSITE,),
+    extras: Sequence[str] = (),
+) -> AgreementFigures:
+    """The agreement table of the chosen benchmarks and models, its headline and per-judge tables, and the
+    views of ``criteria``.
+
+    Raises :class:`~medhelm_core.figures.NotEnoughRatingsError` when the data cannot support any figure.
+
+    Examples
+    --------
+    >>> figures = compute_figures(data, "medhelm", ["aci_bench", "medi_qa"])  # doctest: +SKIP
+    >>> figures.headline.query("benchmark == 'pooled'")  # doctest: +SKIP
+    """
+    table = compute_agreement(data.long, protocol, benchmarks, models)
+    figures = AgreementFigures(
+        data=data,
+        protocol=protocol,
+        benchmarks=tuple(benchmarks),
+        models=tuple(models),
+        table=table,
+        headline=headline_table(table, protocol),
+        judges=judge_table(table, protocol),
+    )
+    for criterion in criteria:
+        figures.views(criterion)
+    for name in extras:
+        figures._extra(name)
+    return figures
+
+
+def load_study_data(engine: Engine, study_id: int, jury_run: int | None = None) -> DashboardData:
+    """:func:`load_dashboard_data` in a session of its own (what a background refresh runs)."""
+    with Session(engine) as session:
+        study = session.get(Study, study_id)
+        if study is None:
+            raise NotFoundError(f"study {study_id} no longer exists")
+        return load_dashboard_data(session, study, jury_run)
+
+
+def study_data(engine: Engine, key: FigureKey, version: Hashable) -> Lookup[DashboardData]:
+    """The study's scores for ``key`` at ``version``: current, or older ones while the current load runs."""
+    return DATA_STORE.lookup(key.data_key, version, lambda: load_study_data(engine, key.study_id, key.jury_run))
+
+
+def agreement_figures(engine: Engine, key: FigureKey, version: Hashable) -> Lookup[AgreementFigures]:
+    """The figures for ``key`` at ``version``: current, or older ones (marked stale) while the current ones are
+    computed in the background; computed here (the caller waits) when there are none yet.
+
+    Examples
+    --------
+    >>> with Session(engine) as session:  # doctest: +SKIP
+    ...     version = data_version(session, study)
+    >>> seen = agreement_figures(engine, FigureKey.of(engine, study.id), version)  # doctest: +SKIP
+    >>> seen.value.headline, seen.stale, freshness_note(seen)  # doctest: +SKIP
+    """
+    return FIGURE_STORE.lookup(key, version, lambda: _compute(engine, key, version))
+
+
+def fresh_figures(engine: Engine, key: FigureKey) -> AgreementFigures:
+    """The figures for the data as it is now (what a report exports): waits for them, never returns stale ones."""
+    with Session(engine) as session:
+        study = session.get(Study, key.study_id)
+        if study is None:
+            raise NotFoundError(f"study {key.study_id} no longer exists")
+        version = data_version(session, study)
+    return FIGURE_STORE.fresh(key, version, lambda: _compute(engine, key, version))
+
+
+def figures_updating(key: FigureKey) -> bool:
+    """True while newer figures for ``key`` are being computed."""
+    return FIGURE_STORE.updating(key)
+
+
+def retry_figures(key: FigureKey) -> None:
+    """Forget a failed update of ``key`` (and of its scores), so that the next page run tries again."""
+    DATA_STORE.retry(key.data_key)
+    FIGURE_STORE.retry(key)
+
+
+def wait_for_updates(timeout: float | None = None) -> bool:
+    """Wait until no background update is running (tests and benchmarks); False when ``timeout`` ran out."""
+    return FIGURE_STORE.wait_all(timeout) and DATA_STORE.wait_all(timeout)
+
+
+def freshness_note(seen: Lookup[AgreementFigures]) -> str | None:
+    """What the page says above figures that are not current (None when they are): how old they are, and
+    whether newer ones are coming or failed."""
+    if seen.figures is None or seen.current:
+        return None
+    as_of = seen.figures.started_at.astimezone().strftime("%H:%M:%S %Z")
+    if seen.error is not None:
+        return (f"Updating the figures failed: {failure_reason(seen.error)}. The figures below are as of {as_of}, "
+                "before the study's latest ratings, verdicts or scores.")
+    return (f"Figures as of {as_of}: the study's ratings, verdicts or scores have changed since. Updating in the "
+            "background; the page refreshes by itself.")
+
+
+def failure_reason(error: BaseException) -> str:
+    """One line for a failed computation: our own errors say what to do; others name their type (the server
+    log has the traceback)."""
+    return str(error) if isinstance(error, MedhelmError) else f"{type(error).__name__}: {error}"
+
+
+def _compute(engine: Engine, key: FigureKey, version: Hashable) -> AgreementFigures:
+    data = DATA_STORE.fresh(key.data_key, version, lambda: load_study_data(engine, key.study_id, key.jury_run))
+    previous = FIGURE_STORE.latest(key)
+    seen = previous.value if previous is not None and previous.value is not None else None
+    criteria = seen.criteria_viewed if seen is not None else ()
+    extras = seen.extras_viewed if seen is not None else ()
+    return compute_figures(data, key.protocol, key.benchmarks, key.models, criteria or (COMPOSITE,), extras)

@@ -1,0 +1,164 @@
+"""The Agreement page: the engine's figures first, then charts; a clear message without ratings; the drill-down
+shows model text as text; the cache follows the ratings; only researchers and admins get in."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import REPO
+from sqlmodel import Session, select
+from streamlit.testing.v1 import AppTest
+from support.dashboard_support import HOSTILE, add_small_study, copy_of, facts_of, rated_database, rated_figures
+
+from medhelm_core.accounts import auth
+from medhelm_core.db.engine import make_engine, transaction
+from medhelm_core.db.models import Item, User
+from medhelm_core.demo import DEMO_STUDY, MEDHELM_STUDY
+from medhelm_core.figures import compute_agreement, headline_table, wait_for_updates
+from medhelm_core.rating.ratings import record_rating
+from medhelm_core.rubric import rubric_spec
+from medhelm_core.studies import get_study
+from pages.common import TOKEN_KEY
+
+PAGE = str(REPO / "pages" / "agreement.py")
+pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword")
+
+
+def open_page(url: str, username: str = "researcher", password: str = "researcher-demo") -> AppTest:
+    engine = make_engine(url)
+    with transaction(engine) as s:
+        token = auth.sign_in(s, username, password).token
+    engine.dispose()
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state[TOKEN_KEY] = token
+    return at.run()
+
+
+def charts(at: AppTest) -> list:
+    return list(at.get("vega_lite_chart"))
+
+
+def cards(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+@pytest.fixture
+def rated_url(monkeypatch) -> str:
+    url = f"sqlite:///{rated_database('rated')}"
+    monkeypatch.setenv("MEDHELM_DATABASE_URL", url)
+    return url
+
+
+def test_the_page_shows_the_engines_headline_first_then_the_charts(rated_url):
+    at = open_page(rated_url)
+    assert not at.exception
+    expected = headline_table(rated_figures()[1])
+    pooled = expected.query("benchmark == 'pooled' and criterion == 'composite'").set_index("comparison")
+    assert cards(at) == {c: f"{pooled.loc[c, 'icc']:.3f}" for c in pooled.index}
+    shown = at.dataframe[0].value
+    assert list(shown["comparison"][:4]) == list(pooled.index)
+    assert shown["icc"].tolist() == pytest.approx(expected["icc"].tolist(), nan_ok=True)
+    specs = [json.loads(c.proto.spec) for c in charts(at)]
+    titles = json.dumps([s.get("title") for s in specs] + [layer.get("title") for s in specs
+                                                           for layer in s.get("hconcat", [])])
+    for words in ("ICC(3,k) and 95% CI", "Jury vs clinicians", "Bland-Altman", "Per-judge agreement",
+                  "Leniency and spread", "Distribution of scores"):
+        assert words in titles
+    assert [s.value for s in at.subheader][0] == "Headline agreement"
+    assert at.get("download_button")
+
+
+def test_the_protocol_model_and_criterion_filters_change_the_figures(rated_url):
+    data, _ = rated_figures()
+    model = sorted(data.items["model"].unique())[0]
+    expected = headline_table(compute_agreement(data.long, "full", models=[model]), "full")
+    pooled = expected.query("benchmark == 'pooled' and criterion == 'accuracy'").set_index("comparison")
+    at = open_page(rated_url)
+    at.radio(key="agreement_protocol").set_value("full")
+    at.multiselect(key="agreement_models").set_value([model])
+    at.selectbox(key="agreement_criterion").set_value("accuracy")
+    at.run()
+    assert not at.exception
+    assert cards(at) == {c: f"{pooled.loc[c, 'icc']:.3f}" for c in pooled.index}
+    assert set(at.dataframe[0].value["criterion"]) == {"accuracy"}
+    assert any("bootstrap (BCa, items resampled)" in c.value for c in at.caption)
+
+
+def test_a_study_without_ratings_says_not_enough_ratings_yet(monkeypatch):
+    url = f"sqlite:///{rated_database('seeded')}"
+    monkeypatch.setenv("MEDHELM_DATABASE_URL", url)
+    at = open_page(url)
+    assert not at.exception and not at.error
+    assert [i.value for i in at.info] == [
+        "Not enough ratings yet: 0 item(s) have clinician ratings; agreement needs at least 3 items rated by a "
+        "clinician and also by a second clinician, the jury or a metric."
+    ]
+    assert not charts(at)
+
+
+def test_medhelm_validation_shows_0474_and_labels_the_jury_as_recorded(monkeypatch):
+    url = f"sqlite:///{rated_database('seeded')}"
+    monkeypatch.setenv("MEDHELM_DATABASE_URL", url)
+    at = open_page(url)
+    at.selectbox(key="agreement_study").set_value(MEDHELM_STUDY).run()
+    assert any("Recorded jury scores" in w.value for w in at.warning)
+    at.multiselect(key="agreement_benchmarks").set_value(["aci_bench", "medi_qa"]).run()
+    assert not at.exception
+    assert cards(at)["jury-clinician"] == "0.474"
+    assert any("95% CI 0.10 to 0.69 · n = 56" == c.value for c in at.caption)
+
+
+def test_the_drill_down_shows_texts_scores_comments_and_explanations_as_text(rated_url):
+    engine = make_engine(rated_url)
+    with Session(engine) as s:
+        facts = facts_of(s, get_study(s, DEMO_STUDY))
+        model = s.get(Item, facts["failed_item"]).model
+    engine.dispose()
+    at = open_page(rated_url)
+    at.text_input(key="agreement_item_id").input(str(facts["hostile_item"])).run()
+    assert not at.exception
+    texts = [t.value for t in at.text]
+    assert any(HOSTILE in t for t in texts)  # as characters in st.text, never as markdown or HTML
+    assert not any(HOSTILE in m.value for m in at.markdown)
+    assert any("model: model<b>x</b>" in t for t in texts)
+    at.text_input(key="agreement_item_id").input(str(facts["failed_item"])).run()
+    texts = [t.value for t in at.text]
+    assert any(f"model: {model}" in t for t in texts)
+    assert any(t.startswith("openai/judge-a on accuracy: openai/judge-a says accuracy is") for t in texts)
+    clinicians, judges = at.dataframe[-3].value, at.dataframe[-2].value
+    assert clinicians["comment"].str.startswith("comment by").all()
+    assert set(judges["status"]) == {"ok", "failed"}
+    at.text_input(key="agreement_item_id").input("nope").run()
+    assert [e.value for e in at.error] == ["'nope' is not an item id (a whole number)."]
+
+
+def test_a_new_rating_invalidates_the_kept_figures(tmp_path, monkeypatch):
+    url = copy_of("seeded", tmp_path)
+    add_small_study(url)
+    monkeypatch.setenv("MEDHELM_DATABASE_URL", url)
+    at = open_page(url)
+    assert at.selectbox(key="agreement_study").value == "a-small-study"
+    before = cards(at)["clinician-clinician"]
+    assert at.run() and cards(at)["clinician-clinician"] == before  # a rerun reads the kept figures
+    engine = make_engine(url)
+    with transaction(engine) as s:
+        study = get_study(s, "a-small-study")
+        rubric = rubric_spec(s, study.rubric_id)
+        user = s.exec(select(User).where(User.username == "clinician2")).one()
+        item = s.exec(select(Item).where(Item.study_id == study.id, Item.instance_id == "0")).one()
+        record_rating(s, item=item, rater=user, rubric=rubric, scores={"accuracy": 5, "completeness": 5, "clarity": 5})
+    engine.dispose()
+    at.run()  # the kept figures at once, marked stale, while the new ones are computed (test_dashboard_refresh)
+    assert wait_for_updates(timeout=60)
+    at.run()
+    assert not at.exception
+    assert cards(at)["clinician-clinician"] != before
+
+
+@pytest.mark.parametrize("account", [("clinician1", "clinician1-demo")])
+def test_a_clinician_cannot_open_the_page(rated_url, account):
+    at = open_page(rated_url, *account)
+    assert not at.exception
+    assert [e.value for e in at.error] == ["Your account cannot open this page."]
+    assert not at.metric and not charts(at)

@@ -1,0 +1,1 @@
+"""Helpers shared by the tests: seeded studies, the loopback judge server, the app starter, the CLI."""
