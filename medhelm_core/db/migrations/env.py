@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
-from medhelm_core import models  # noqa: F401 - registers the tables on SQLModel.metadata
+from medhelm_core.db import models  # noqa: F401 - registers the tables on SQLModel.metadata
 from medhelm_core.db.engine import make_engine
 
 config = context.config
