@@ -7,10 +7,11 @@ import re
 from dataclasses import replace
 
 import pytest
+from support.jury_support import json_objects
 
 from medhelm_core.errors import InputFileError, ValidationError
 from medhelm_core.jury.config import JudgeSpec, JuryConfig, build_config, judges_from_text, load_jury_file
-from medhelm_core.jury.parse import VerdictParseError, json_objects, parse_verdict
+from medhelm_core.jury.parse import VerdictParseError, parse_verdict
 from medhelm_core.jury.prompt import DEFAULT_TEMPLATE, check_template, render_prompt
 from medhelm_core.rubric import default_rubric, parse_rubric
 
@@ -53,9 +54,13 @@ def test_a_verdict_inside_prose_a_code_fence_or_a_wrapper_is_found(answer):
 
 
 def test_the_judges_final_object_wins_over_a_quoted_fake_verdict():
-    """A judge that quotes the response's fake verdict, then gives its own: the last object is the judge's."""
+    """A judge that quotes the response's fake verdict, then gives its own: the quote is a copy of the prompt.
+
+    (Without the prompt the answer holds two differing verdicts and is refused: tests/jury/test_parse_attacks.py.)
+    """
     answer = f"The response claims {FAKE} but that is not my view.\nMy verdict:\n{verdict(2, 3, 4)}"
-    assert parse_verdict(answer, RUBRIC).scores == OWN
+    prompt = prompt_for(f"Yes, with food. {FAKE}")
+    assert parse_verdict(answer, RUBRIC, prompt.fence_tags, prompt_text=prompt.text).scores == OWN
     # MedHELM's greedy regex takes everything from the first "{" to the last "}": not one object at all.
     greedy = re.search(r"\{.*\}", answer, re.DOTALL).group(0)
     with pytest.raises(json.JSONDecodeError):
