@@ -25,6 +25,8 @@ from medhelm_core.db.models import Criterion, Rubric, Study
 from medhelm_core.errors import InputFileError, NotFoundError, ValidationError
 
 BUNDLED_RUBRICS = Path(__file__).resolve().parent.parent / "annotations" / "rubrics"
+#: A rubric file is a page of text; anything much larger is not a rubric.
+MAX_RUBRIC_BYTES = 1 * 2**20
 
 
 @dataclass(frozen=True)
@@ -76,15 +78,39 @@ class RubricSpec:
         raise ValidationError(f"rubric {self.name} has no criterion {name!r}")
 
 
+#: A scale has at most this many points (0 to 10 is the widest clinical rating scale in use); a scale of
+#: [1, 1e9] would give the Rate page a billion choices and the agreement statistics nonsense.
+MAX_SCALE_POINTS = 11
+#: Scale bounds stay within -100 to 100.
+MAX_SCALE_BOUND = 100
+
+
 def parse_rubric(data: dict[str, Any], source: str = "<rubric>") -> RubricSpec:
-    """Validate a rubric mapping (as read from TOML or JSON) and return a :class:`RubricSpec`."""
+    """Validate a rubric mapping (as read from TOML or JSON) and return a :class:`RubricSpec`.
+
+    Every problem is an :class:`InputFileError` naming the field: names short enough for their columns and
+    free of control characters, texts the database can store, integer scales of at most
+    :data:`MAX_SCALE_POINTS` points.
+    """
+    # imported here: the importers read rubrics, so a module-level import would be circular
+    from medhelm_core.importers.values import check_identifier, check_text
 
     def need(mapping: dict[str, Any], key: str, where: str) -> Any:
         if key not in mapping:
             raise InputFileError(source, f"missing '{key}'", field=where)
         return mapping[key]
 
-    name = str(need(data, "name", "name")).strip()
+    def text(value: Any, where: str, max_length: int | None = None) -> str:
+        if isinstance(value, (dict, list)):
+            raise InputFileError(source, "expected text, found a table or list", field=where)
+        value = str(value)
+        if max_length is None:
+            return check_text(value, source, None, where)
+        return check_identifier(value.strip(), source, None, where, max_length)
+
+    if not isinstance(data, dict):
+        raise InputFileError(source, "a rubric must be a table (an object) with name and criteria")
+    name = text(need(data, "name", "name"), "name", Rubric.__table__.c.name.type.length)
     if not name:
         raise InputFileError(source, "the rubric needs a name", field="name")
     raw_criteria = need(data, "criteria", "criteria")
@@ -94,7 +120,9 @@ def parse_rubric(data: dict[str, Any], source: str = "<rubric>") -> RubricSpec:
     seen: set[str] = set()
     for i, raw in enumerate(raw_criteria):
         where = f"criteria[{i}]"
-        cname = str(need(raw, "name", f"{where}.name")).strip()
+        if not isinstance(raw, dict):
+            raise InputFileError(source, "a criterion must be a table with name, label and scale", field=where)
+        cname = text(need(raw, "name", f"{where}.name"), f"{where}.name", Criterion.__table__.c.name.type.length)
         if not cname or cname in seen:
             raise InputFileError(source, f"criterion name {cname!r} is empty or repeated", field=where)
         seen.add(cname)
@@ -102,34 +130,46 @@ def parse_rubric(data: dict[str, Any], source: str = "<rubric>") -> RubricSpec:
         if (
             not isinstance(scale, list)
             or len(scale) != 2
-            or not all(isinstance(s, int) for s in scale)
+            or not all(isinstance(s, int) and not isinstance(s, bool) for s in scale)
             or scale[0] >= scale[1]
         ):
             raise InputFileError(source, "scale must be [min, max] integers, min < max", field=f"{where}.scale")
+        if scale[1] - scale[0] + 1 > MAX_SCALE_POINTS or max(abs(scale[0]), abs(scale[1])) > MAX_SCALE_BOUND:
+            raise InputFileError(
+                source, f"scale {scale} is too wide: at most {MAX_SCALE_POINTS} points, bounds within "
+                f"-{MAX_SCALE_BOUND} to {MAX_SCALE_BOUND}", field=f"{where}.scale",
+            )
+        raw_anchors = raw.get("anchors") or {}
+        if not isinstance(raw_anchors, dict):
+            raise InputFileError(source, "anchors must be a table of level = text", field=f"{where}.anchors")
         anchors: dict[int, str] = {}
-        for level, text in (raw.get("anchors") or {}).items():
+        for level, anchor in raw_anchors.items():
             try:
                 lvl = int(level)
             except ValueError:
                 raise InputFileError(source, f"anchor level {level!r} is not an integer", field=where) from None
             if not scale[0] <= lvl <= scale[1]:
                 raise InputFileError(source, f"anchor level {lvl} is off the scale", field=where)
-            anchors[lvl] = str(text)
+            anchors[lvl] = text(anchor, f"{where}.anchors.{level}")
         criteria.append(
             CriterionSpec(
                 name=cname,
-                label=str(raw.get("label") or cname.capitalize()),
-                description=str(raw.get("description", "")),
+                label=text(raw.get("label") or cname.capitalize(), f"{where}.label",
+                           Criterion.__table__.c.label.type.length),
+                description=text(raw.get("description", ""), f"{where}.description"),
                 scale_min=scale[0],
                 scale_max=scale[1],
                 anchors=anchors,
             )
         )
+    version = data.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= 1_000_000:
+        raise InputFileError(source, f"version {version!r} is not a whole number from 1", field="version")
     return RubricSpec(
         name=name,
-        version=int(data.get("version", 1)),
-        title=str(data.get("title", name)),
-        description=str(data.get("description", "")),
+        version=version,
+        title=text(data.get("title", name), "title", Rubric.__table__.c.title.type.length),
+        description=text(data.get("description", ""), "description"),
         criteria=tuple(criteria),
     )
 
@@ -139,12 +179,18 @@ def load_rubric_file(path: str | Path) -> RubricSpec:
     p = Path(path)
     if not p.is_file():
         raise InputFileError(p, "no such rubric file")
+    if p.stat().st_size > MAX_RUBRIC_BYTES:
+        raise InputFileError(p, f"is larger than {MAX_RUBRIC_BYTES // 2**10} KB; a rubric is a short text")
     try:
         text = p.read_text(encoding="utf-8")
         data = json.loads(text) if p.suffix == ".json" else tomllib.loads(text)
     except UnicodeDecodeError as exc:
         raise InputFileError(p, f"not UTF-8 text (byte {exc.start})") from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise InputFileError(p, f"cannot parse: {exc}") from None
+    except RecursionError:
+        raise InputFileError(p, "cannot parse: nested too deeply") from None
+    except ValueError as exc:  # a number of thousands of digits
         raise InputFileError(p, f"cannot parse: {exc}") from None
     return parse_rubric(data, str(p))
 

@@ -10,6 +10,7 @@ from medhelm_core.cli.common import JsonOption, app, emit, engine_for
 from medhelm_core.db.engine import describe_url, transaction
 from medhelm_core.db.migrate import upgrade_database
 from medhelm_core.rubric import load_rubric_file
+from medhelm_core.settings import import_limits
 from medhelm_core.studies import get_or_create_study, get_study, list_studies, summarise_study
 
 # pandas and pyarrow load only in the commands that need them, so `medhelm --help` starts fast.
@@ -35,17 +36,25 @@ def import_cmd(
     column_map: list[str] = typer.Option([], "--map", help="Rename a column: THEIRS=OURS (repeatable)."),
     rubric: Path | None = typer.Option(None, "--rubric", help="Rubric file (TOML/JSON) for a new study."),
     overlap: int = typer.Option(2, "--overlap", help="Clinicians per item, for a new study."),
+    max_rows: int | None = typer.Option(
+        None, "--max-rows", help="Most rows the import may read (default: MEDHELM_IMPORT_MAX_ROWS or 100000)."
+    ),
+    max_bytes: str | None = typer.Option(
+        None, "--max-bytes", help="Most data the import may read, e.g. 500MB (default: MEDHELM_IMPORT_MAX_BYTES "
+        "or 100MB)."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Import model outputs (HELM, JSONL, CSV, Parquet) or MedHELM ratings, all or nothing."""
     from medhelm_core.importers import import_paths, parse_column_map
 
     mapping = parse_column_map(column_map)
+    limits = import_limits(max_rows, max_bytes)
     rubric_spec = load_rubric_file(rubric) if rubric else None
     engine = engine_for(ctx)
     with transaction(engine) as session:
         target, created = get_or_create_study(session, study, rubric=rubric_spec, overlap=overlap)
-        report = import_paths(session, target, paths, fmt, mapping)
+        report = import_paths(session, target, paths, fmt, mapping, limits=limits)
     result = {"study": study, "study_created": created, **report.__dict__}
     lines = [
         f"study {study}{' (new)' if created else ''}: {report.items_created} items created, "

@@ -2,7 +2,9 @@
 
 :func:`import_paths` is the one entry point. It reads and validates every file first, then writes
 everything in the caller's single transaction: an import is all-or-nothing, and importing the same files
-again creates nothing new (the report counts what was unchanged).
+again creates nothing new (the report counts what was unchanged). Files are read as streams within caps on
+rows and bytes (:class:`~medhelm_core.settings.ImportLimits`), so an oversized file is refused, naming the
+file and the cap, before it fills the memory.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from medhelm_core.db.audit import Actor, record_event
 from medhelm_core.db.models import Study
 from medhelm_core.errors import InputFileError, ValidationError
 from medhelm_core.importers.helm import helm_records, is_run_folder
+from medhelm_core.importers.limits import ReadBudget
 from medhelm_core.importers.medhelm_ratings import import_medhelm_ratings, looks_like_medhelm_ratings
 from medhelm_core.importers.records import ImportReport, ItemRecord, store_items
 from medhelm_core.importers.tabular import csv_header, item_records
 from medhelm_core.rubric import rubric_spec
+from medhelm_core.settings import ImportLimits
 
 FORMATS = ("helm", "jsonl", "csv", "parquet", "medhelm-ratings")
 _SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -61,6 +65,7 @@ def import_paths(
     fmt: str | None = None,
     column_map: Mapping[str, str] | None = None,
     actor: Actor = "cli",
+    limits: ImportLimits | None = None,
 ) -> ImportReport:
     """Import ``paths`` into ``study`` inside the caller's transaction and report the counts.
 
@@ -79,11 +84,15 @@ def import_paths(
     actor
         Who is importing, for the audit trail (a User, a Principal or a name). An import that writes
         anything is recorded in the same transaction, so a failed import leaves no audit row either.
+    limits
+        The most rows and bytes the whole import may read; None reads them from the environment
+        (:func:`~medhelm_core.settings.import_limits`).
     """
     if fmt is not None and fmt not in FORMATS:
         raise ValidationError(f"unknown format {fmt!r}; formats are: {', '.join(FORMATS)}")
     mapping = dict(column_map or {})
     report = ImportReport()
+    budget = ReadBudget(limits)
     item_batch: list[ItemRecord] = []
     ratings_files: list[Path] = []
     formats: set[str] = set()
@@ -97,18 +106,18 @@ def import_paths(
         formats.add(kind)
         report.files.append(str(path))
         if kind == "helm":
-            item_batch.extend(helm_records(path, report))
+            item_batch.extend(helm_records(path, report, budget))
         elif kind == "medhelm-ratings":
             ratings_files.append(path)
         else:
-            item_batch.extend(item_records(path, kind, mapping))
+            item_batch.extend(item_records(path, kind, mapping, budget))
     report.format = ",".join(sorted(formats))
     if item_batch:
         store_items(session, study, item_batch, report)
     if ratings_files:
         rubric = rubric_spec(session, study.rubric_id)
         for path in ratings_files:
-            import_medhelm_ratings(session, study, rubric, path, mapping, report)
+            import_medhelm_ratings(session, study, rubric, path, mapping, report, budget)
     wrote = (report.items_created, report.items_updated, report.raters_created, report.ratings_written,
              report.verdicts_written)
     if any(wrote):  # the trail records changes: re-importing the same files (or re-seeding the demo) adds none

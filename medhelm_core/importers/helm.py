@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from medhelm_core.errors import InputFileError
+from medhelm_core.importers.limits import ReadBudget
 from medhelm_core.importers.records import ImportReport, ItemRecord
 
 EVAL_SPLITS = {"test", "valid", "validation", "eval"}
@@ -36,11 +37,13 @@ def run_folders(path: Path) -> list[Path]:
     raise InputFileError(path, "no such folder")
 
 
-def _load_json(path: Path) -> Any:
+def _load_json(path: Path, budget: ReadBudget) -> Any:
+    budget.expect_file(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputFileError(path, f"cannot read: {exc.strerror}") from None
+    budget.take_bytes(path, len(raw))
     if not raw.strip():
         raise InputFileError(path, "the file is empty")
     try:
@@ -50,6 +53,39 @@ def _load_json(path: Path) -> Any:
         raise InputFileError(path, "not UTF-8 text", line=line) from None
     except json.JSONDecodeError as exc:
         raise InputFileError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    except RecursionError:
+        raise InputFileError(path, "invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # an integer of thousands of digits
+        raise InputFileError(path, f"invalid JSON: {exc}") from None
+
+
+def _object(value: Any, source: str, field: str) -> dict[str, Any]:
+    """``value`` as a JSON object; absent (null) is empty, any other type is refused naming ``field``."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputFileError(source, f"expected an object, found {_kind(value)}", field=field)
+    return value
+
+
+def _list(value: Any, source: str, field: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputFileError(source, f"expected a list, found {_kind(value)}", field=field)
+    return value
+
+
+def _text(value: Any, source: str, field: str) -> str:
+    if not isinstance(value, str):
+        raise InputFileError(source, f"expected text, found {_kind(value)}", field=field)
+    return value
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}.get(
+        type(value), "a number"
+    )
 
 
 def benchmark_from_run_name(name: str) -> str:
@@ -57,33 +93,45 @@ def benchmark_from_run_name(name: str) -> str:
     return name.split(":", 1)[0].strip()
 
 
-def _choose_reference(references: list[dict[str, Any]]) -> str | None:
-    for ref in references:
-        if "correct" in (ref.get("tags") or []):
-            return (ref.get("output") or {}).get("text")
-    if references:
-        return (references[0].get("output") or {}).get("text")
-    return None
+def _choose_reference(references: list[Any], source: str, where: str) -> str | None:
+    chosen: Any = None
+    for index, ref in enumerate(references):
+        ref = _object(ref, source, f"{where}.instance.references[{index}]")
+        tags = _list(ref.get("tags"), source, f"{where}.instance.references[{index}].tags")
+        if "correct" in tags or (index == 0 and chosen is None):
+            chosen = (index, ref)
+            if "correct" in tags:
+                break
+    if chosen is None:
+        return None
+    index, ref = chosen
+    text = _object(ref.get("output"), source, f"{where}.instance.references[{index}].output").get("text")
+    return None if text is None else _text(text, source, f"{where}.instance.references[{index}].output.text")
 
 
-def run_records(run: Path, report: ImportReport) -> list[ItemRecord]:
+def run_records(run: Path, report: ImportReport, budget: ReadBudget | None = None) -> list[ItemRecord]:
     """Items of one HELM run folder."""
+    budget = budget or ReadBudget()
     state_path = run / "scenario_state.json"
-    state = _load_json(state_path)
+    state = _load_json(state_path, budget)
     if not isinstance(state, dict) or not isinstance(state.get("request_states"), list):
         raise InputFileError(state_path, "no 'request_states' list", field="request_states")
     spec_path = run / "run_spec.json"
-    run_spec = _load_json(spec_path) if spec_path.is_file() else {}
-    benchmark = benchmark_from_run_name(str(run_spec.get("name") or run.name))
-    adapter = state.get("adapter_spec") or run_spec.get("adapter_spec") or {}
+    run_spec = _object(_load_json(spec_path, budget) if spec_path.is_file() else {}, str(spec_path), "(the file)")
+    name = run_spec.get("name") or run.name
+    benchmark = benchmark_from_run_name(_text(name, str(spec_path), "name"))
     source = str(state_path)
+    adapter = _object(state.get("adapter_spec"), source, "adapter_spec") or _object(
+        run_spec.get("adapter_spec"), str(spec_path), "adapter_spec"
+    )
     records: list[ItemRecord] = []
     for index, rs in enumerate(state["request_states"]):
         where = f"request_states[{index}]"
         if not isinstance(rs, dict) or not isinstance(rs.get("instance"), dict):
             raise InputFileError(source, "request state without an instance", field=where)
         instance = rs["instance"]
-        if instance.get("split") not in EVAL_SPLITS:
+        split = instance.get("split")
+        if not isinstance(split, str) or split not in EVAL_SPLITS:
             report.skip("not an evaluation split")
             continue
         if rs.get("train_trial_index", 0) != 0:
@@ -92,46 +140,57 @@ def run_records(run: Path, report: ImportReport) -> list[ItemRecord]:
         if instance.get("perturbation"):
             report.skip("perturbed instance")
             continue
-        completions = ((rs.get("result") or {}).get("completions")) or []
+        result = _object(rs.get("result"), source, f"{where}.result")
+        completions = _list(result.get("completions"), source, f"{where}.result.completions")
         if not completions or not isinstance(completions[0], dict) or "text" not in completions[0]:
             report.skip("no completion")
             continue
+        output = _text(completions[0]["text"], source, f"{where}.result.completions[0].text")
         instance_id = instance.get("id")
-        if not instance_id:
+        if instance_id is None or instance_id == "":
             raise InputFileError(source, "instance without an id", field=f"{where}.instance.id")
-        input_text = (instance.get("input") or {}).get("text")
+        if isinstance(instance_id, bool) or not isinstance(instance_id, (str, int)):
+            raise InputFileError(source, f"an id must be text or a whole number, found {_kind(instance_id)}",
+                                 field=f"{where}.instance.id")
+        input_text = _object(instance.get("input"), source, f"{where}.instance.input").get("text")
         if not isinstance(input_text, str):
             raise InputFileError(source, "instance input has no text", field=f"{where}.instance.input.text")
-        model = adapter.get("model") or (rs.get("request") or {}).get("model")
+        request = _object(rs.get("request"), source, f"{where}.request")
+        model = adapter.get("model") or request.get("model")
         if not model:
             raise InputFileError(source, "no model in the adapter spec or the request", field=f"{where}.request.model")
+        model = _text(model, source, "adapter_spec.model" if adapter.get("model") else f"{where}.request.model")
+        references = _list(instance.get("references"), source, f"{where}.instance.references")
+        budget.take_row(source)
         records.append(
             ItemRecord(
                 benchmark=benchmark,
                 instance_id=str(instance_id),
-                model=str(model),
+                model=model,
                 input_text=input_text,
-                output_text=str(completions[0]["text"]),
-                reference_text=_choose_reference(instance.get("references") or []),
+                output_text=output,
+                reference_text=_choose_reference(references, source, where),
                 meta={
                     "source": "helm",
                     "run": run.name,
                     "suite": run.parent.name,
-                    "split": instance.get("split"),
+                    "split": split,
                     "model_deployment": adapter.get("model_deployment"),
                 },
                 source=source,
                 line=None,
+                at=f"{where}.",
             )
         )
     return records
 
 
-def helm_records(path: Path, report: ImportReport) -> list[ItemRecord]:
+def helm_records(path: Path, report: ImportReport, budget: ReadBudget | None = None) -> list[ItemRecord]:
     """Items of a run folder or of every run in a suite folder."""
+    budget = budget or ReadBudget()
     records: list[ItemRecord] = []
     for run in run_folders(path):
-        records.extend(run_records(run, report))
+        records.extend(run_records(run, report, budget))
     if not records:
         raise InputFileError(path, "no evaluation request states with a completion were found")
     return records

@@ -9,6 +9,7 @@ from sqlmodel import Session, select
 
 from medhelm_core.db.models import Item, JudgeVerdict, Rating, Study
 from medhelm_core.errors import InputFileError, ValidationError
+from medhelm_core.importers.values import ID_LENGTHS, check_identifier, check_meta, check_text
 
 
 @dataclass
@@ -24,6 +25,8 @@ class ItemRecord:
     meta: dict[str, Any]
     source: str
     line: int | None = None
+    #: where in a nested file the record was (``request_states[3].``), prefixed to a field's name in errors
+    at: str = ""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -54,6 +57,17 @@ class ImportReport:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
+def check_values(rec: ItemRecord) -> None:
+    """Refuse a record the database cannot store as it is, naming the field (see :mod:`.values`)."""
+    for name, max_length in ID_LENGTHS.items():
+        check_identifier(getattr(rec, name), rec.source, rec.line, rec.at + name, max_length)
+    for name in ("input_text", "output_text", "reference_text"):
+        text = getattr(rec, name)
+        if text is not None:
+            check_text(text, rec.source, rec.line, rec.at + name.removesuffix("_text"))
+    check_meta(rec.meta, rec.source, rec.line)
+
+
 def check_unique(records: list[ItemRecord]) -> None:
     """Refuse two records for the same (benchmark, instance, model), naming both places."""
     seen: dict[tuple[str, str, str], ItemRecord] = {}
@@ -75,7 +89,10 @@ def store_items(
 
     An item whose texts changed is updated only while nobody has rated or judged it: once it has
     ratings or verdicts, changing what was rated would make them meaningless, so that is refused.
+    Every record is checked before the first statement, so a refused file sends none of its text.
     """
+    for rec in records:
+        check_values(rec)
     check_unique(records)
     existing = {
         (i.benchmark, i.instance_id, i.model): i

@@ -1,7 +1,8 @@
 """Read rows from CSV, JSONL and Parquet files, with the file and line of every problem.
 
-Rows come out as ``(line, dict)`` pairs. Column names can be renamed on the way in with a mapping
-(``--map their_name=our_name``), so files from other tools import without editing.
+Rows come out as ``(line, dict)`` pairs, read as they come (never the whole file at once) and counted
+against the import's :class:`~medhelm_core.importers.limits.ReadBudget`. Column names can be renamed on the
+way in with a mapping (``--map their_name=our_name``), so files from other tools import without editing.
 """
 
 from __future__ import annotations
@@ -14,25 +15,52 @@ from pathlib import Path
 from typing import Any
 
 from medhelm_core.errors import InputFileError
+from medhelm_core.importers.limits import ReadBudget
 from medhelm_core.importers.records import ItemRecord, require_text
+from medhelm_core.importers.values import check_meta
 
 #: The columns of an item file; ``reference`` may be absent or empty, other columns go to ``meta``.
 ITEM_COLUMNS = ("benchmark", "instance_id", "model", "input", "output", "reference")
 REQUIRED_ITEM_COLUMNS = ("benchmark", "instance_id", "model", "input", "output")
 
 
-def read_text(path: Path) -> str:
-    """The file as UTF-8 text; a non-UTF-8 byte is reported with its line."""
+#: Parquet rows are decoded this many at a time, so a file whose few bytes decode to gigabytes is refused
+#: after one small batch instead of after it is all in memory.
+PARQUET_BATCH_ROWS = 64
+#: A CSV header longer than this is not a header (it would be read whole just to detect the format).
+MAX_HEADER_BYTES = 2**20
+
+
+def _not_utf8(path: Path, raw: bytes, start: int, line: int) -> InputFileError:
+    return InputFileError(path, f"not UTF-8 text (byte 0x{raw[start]:02x})", line=line)
+
+
+def text_lines(path: Path, budget: ReadBudget) -> Iterator[tuple[int, str]]:
+    """The lines of a UTF-8 text file one at a time (with their line ends), counted against ``budget``.
+
+    The file's size is checked against the budget before anything is read. A non-UTF-8 byte is reported
+    with its line; a file with nothing but blanks is "empty".
+    """
     if not path.is_file():
         raise InputFileError(path, "no such file")
-    data = path.read_bytes()
-    if not data.strip():
-        raise InputFileError(path, "the file is empty")
+    budget.expect_file(path)
+    seen_text = False
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputFileError(path, f"not UTF-8 text (byte 0x{data[exc.start]:02x})", line=line) from None
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                budget.take_bytes(path, len(raw), line=number)
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise _not_utf8(path, raw, exc.start, number) from None
+                if number == 1:
+                    line = line.removeprefix("\ufeff")
+                seen_text = seen_text or bool(line.strip())
+                yield number, line
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read: {exc.strerror}") from None
+    if not seen_text:
+        raise InputFileError(path, "the file is empty")
 
 
 def rename(row: Mapping[str, Any], column_map: Mapping[str, str]) -> dict[str, Any]:
@@ -40,10 +68,12 @@ def rename(row: Mapping[str, Any], column_map: Mapping[str, str]) -> dict[str, A
     return {column_map.get(k, k): v for k, v in row.items()}
 
 
-def csv_rows(path: Path, column_map: Mapping[str, str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Rows of a CSV file with a header; the line is where the row starts in the file."""
-    text = read_text(path)
-    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+def csv_rows(
+    path: Path, column_map: Mapping[str, str], budget: ReadBudget | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a CSV file with a header, read as they come; the line is where the row starts in the file."""
+    budget = budget or ReadBudget()
+    reader = csv.DictReader((line for _, line in text_lines(path, budget)), strict=True)
     try:
         header = reader.fieldnames
         if not header:
@@ -53,6 +83,7 @@ def csv_rows(path: Path, column_map: Mapping[str, str]) -> Iterator[tuple[int, d
         for raw in reader:
             if None in raw or len(raw) != width or any(v is None for v in raw.values()):
                 raise InputFileError(path, f"expected {width} columns as in the header", line=start)
+            budget.take_row(path, start)
             yield start, rename(raw, column_map)
             start = reader.line_num + 1
     except csv.Error as exc:
@@ -60,53 +91,110 @@ def csv_rows(path: Path, column_map: Mapping[str, str]) -> Iterator[tuple[int, d
 
 
 def csv_header(path: Path, column_map: Mapping[str, str]) -> list[str]:
-    """The CSV header after renaming (for column checks before any row is read)."""
-    first = read_text(path).splitlines()[0]
-    return [column_map.get(c, c) for c in next(csv.reader([first]))]
+    """The CSV header after renaming (for column checks before any row is read); reads only the header."""
+    if not path.is_file():
+        raise InputFileError(path, "no such file")
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_HEADER_BYTES + 1)
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read: {exc.strerror}") from None
+    if not raw.strip():
+        raise InputFileError(path, "the file is empty")
+    if len(raw) > MAX_HEADER_BYTES:
+        raw = raw[: raw.rfind(b"\n") + 1]
+        if not raw:
+            raise InputFileError(path, f"the first line is longer than {MAX_HEADER_BYTES:,} bytes; not a CSV header",
+                                 line=1)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, raw, exc.start, raw.count(b"\n", 0, exc.start) + 1) from None
+    try:
+        first = next(csv.reader(io.StringIO(text, newline="")), [])
+    except csv.Error as exc:
+        raise InputFileError(path, f"malformed CSV: {exc}", line=1) from None
+    return [column_map.get(c, c) for c in first]
 
 
-def jsonl_rows(path: Path, column_map: Mapping[str, str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Objects of a JSON Lines file, one per non-blank line."""
-    text = read_text(path)
-    for number, line in enumerate(text.splitlines(), start=1):
+def jsonl_rows(
+    path: Path, column_map: Mapping[str, str], budget: ReadBudget | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Objects of a JSON Lines file, one per non-blank line, read a line at a time."""
+    budget = budget or ReadBudget()
+    for number, line in text_lines(path, budget):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputFileError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=number) from None
+        except RecursionError:
+            raise InputFileError(path, "invalid JSON: nested too deeply", line=number) from None
+        except ValueError as exc:  # an integer of thousands of digits
+            raise InputFileError(path, f"invalid JSON: {exc}", line=number) from None
         if not isinstance(obj, dict):
             raise InputFileError(path, "each line must be a JSON object", line=number)
+        budget.take_row(path, number)
         yield number, rename(obj, column_map)
 
 
-def parquet_rows(path: Path, column_map: Mapping[str, str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Rows of a Parquet file; 'line' is the 1-based row number."""
+def parquet_rows(
+    path: Path, column_map: Mapping[str, str], budget: ReadBudget | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a Parquet file, decoded a small batch at a time; 'line' is the 1-based row number.
+
+    The row count in the file's footer is checked against the budget before any row is decoded, and the
+    decoded size of every batch after it (a repeated value compresses to almost nothing on disk).
+    """
     import pyarrow.parquet as pq
 
+    budget = budget or ReadBudget()
     if not path.is_file():
         raise InputFileError(path, "no such file")
+    budget.expect_file(path)
     try:
-        table = pq.read_table(path)
+        parquet = pq.ParquetFile(path)
+        total = parquet.metadata.num_rows
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise InputFileError(path, f"cannot read Parquet: {exc}") from None
-    if table.num_rows == 0:
+    if total <= 0:
         raise InputFileError(path, "the file has no rows")
-    for number, row in enumerate(table.to_pylist(), start=1):
-        yield number, rename(row, column_map)
+    budget.expect_rows(path, total)
+    batches = parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False)
+    number = 0
+    while True:
+        try:
+            batch = next(batches, None)
+            if batch is None:
+                break
+            budget.take_bytes(path, batch.nbytes, line=number + 1)
+            decoded = batch.to_pylist()
+        except InputFileError:
+            raise
+        except Exception as exc:  # damaged pages show up only when they are decoded
+            raise InputFileError(path, f"cannot read Parquet: {exc}", line=number + 1) from None
+        for row in decoded:
+            number += 1
+            budget.take_row(path, number)
+            yield number, rename(row, column_map)
 
 
-def rows(path: Path, fmt: str, column_map: Mapping[str, str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Rows of ``path`` in format ``csv``, ``jsonl`` or ``parquet``."""
+def rows(
+    path: Path, fmt: str, column_map: Mapping[str, str], budget: ReadBudget | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of ``path`` in format ``csv``, ``jsonl`` or ``parquet``, within ``budget`` (default: the settings)."""
     readers = {"csv": csv_rows, "jsonl": jsonl_rows, "parquet": parquet_rows}
-    return readers[fmt](path, column_map)
+    return readers[fmt](path, column_map, budget)
 
 
-def item_records(path: Path, fmt: str, column_map: Mapping[str, str]) -> list[ItemRecord]:
+def item_records(
+    path: Path, fmt: str, column_map: Mapping[str, str], budget: ReadBudget | None = None
+) -> list[ItemRecord]:
     """Items from an item file (columns :data:`ITEM_COLUMNS`; others are kept as metadata)."""
     source = str(path)
     records: list[ItemRecord] = []
-    for line, row in rows(path, fmt, column_map):
+    for line, row in rows(path, fmt, column_map, budget):
         missing = [c for c in REQUIRED_ITEM_COLUMNS if c not in row]
         if missing:
             raise InputFileError(
@@ -120,7 +208,7 @@ def item_records(path: Path, fmt: str, column_map: Mapping[str, str]) -> list[It
             reference = None
         if reference is not None:
             reference = require_text(reference, source, line, "reference", allow_empty=True) or None
-        meta = {k: v for k, v in row.items() if k not in ITEM_COLUMNS}
+        meta = check_meta({k: v for k, v in row.items() if k not in ITEM_COLUMNS}, source, line)
         try:
             json.dumps(meta)
         except (TypeError, ValueError):

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.helpers import request_state, table_counts, write_helm_run
+from support.helpers import refused_import, request_state, write_helm_run
 
 from medhelm_core.db.engine import transaction
-from medhelm_core.errors import InputFileError
 from medhelm_core.importers import import_paths
 from medhelm_core.studies import get_or_create_study
 
@@ -55,14 +54,7 @@ def seeded(engine, tmp_path):
     return engine
 
 
-def attempt(engine, paths, fmt=None):
-    before = table_counts(engine)
-    with pytest.raises(InputFileError) as info:
-        with transaction(engine) as s:
-            study, _ = get_or_create_study(s, "s")
-            import_paths(s, study, paths, fmt)
-    assert table_counts(engine) == before
-    return info.value
+attempt = refused_import
 
 
 @pytest.mark.parametrize("case", list(CASES))

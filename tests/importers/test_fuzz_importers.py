@@ -1,5 +1,6 @@
-"""Fuzzed files at the importers: whatever the bytes, JSON or CSV, an import either succeeds or raises
-InputFileError (a message naming the file), never another exception, and a refused import changes nothing."""
+"""Fuzzed files at the importers: whatever the bytes, JSON, CSV, Parquet table, HELM run or rubric, an import
+either succeeds or raises InputFileError (a message naming the file), never another exception, and a refused
+import changes nothing."""
 
 from __future__ import annotations
 
@@ -9,15 +10,18 @@ import json
 import tempfile
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.helpers import table_counts
+from support.helpers import request_state, table_counts, write_helm_run
 
 from medhelm_core.db.engine import make_engine, transaction
 from medhelm_core.db.migrate import upgrade_database
 from medhelm_core.errors import InputFileError
 from medhelm_core.importers import import_paths
+from medhelm_core.rubric import RubricSpec, load_rubric_file
 from medhelm_core.studies import get_or_create_study
 
 ITEM_COLUMNS = ["benchmark", "instance_id", "model", "input", "output", "reference"]
@@ -42,11 +46,15 @@ def fuzz_engine(tmp_path_factory):
     engine.dispose()
 
 
-def import_or_refuse(engine, name: str, content: bytes, fmt: str | None = None) -> None:
+def import_or_refuse(engine, name: str, content: bytes | None, fmt: str | None = None, write=None) -> None:
+    """Import a file (``content``, or what ``write(path)`` puts there) and accept only success or our refusal."""
     before = table_counts(engine)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / name
-        path.write_bytes(content)
+        if write is None:
+            path.write_bytes(content)
+        else:
+            path = write(path)
         try:
             with transaction(engine) as s:
                 study, _ = get_or_create_study(s, "fuzz")
@@ -94,3 +102,96 @@ def _csv(columns: list[str], rows: list[list[str]]) -> bytes:
     writer.writerow(columns)
     writer.writerows(rows)
     return buffer.getvalue().encode()
+
+
+texts = st.text(max_size=12) | st.sampled_from(["", "a\x00b", "x" * 400, "gpt\x1b[31m", "\u202e", "NaN"])
+PARQUET_COLUMNS = {
+    "text": (st.none() | texts, pa.string()),
+    "int": (st.none() | st.integers(-2**63, 2**63 - 1), pa.int64()),
+    "float": (st.none() | st.floats(allow_nan=True, allow_infinity=True), pa.float64()),
+    "bool": (st.none() | st.booleans(), pa.bool_()),
+    "list": (st.none() | st.lists(texts, max_size=2), pa.list_(pa.string())),
+}
+
+
+@st.composite
+def parquet_tables(draw):
+    n = draw(st.integers(0, 4))
+    names = draw(st.lists(st.sampled_from(ITEM_COLUMNS + ["extra", "score"]), min_size=1, max_size=7, unique=True))
+    columns = {}
+    for name in names:
+        values, kind = PARQUET_COLUMNS[draw(st.sampled_from(list(PARQUET_COLUMNS)))]
+        columns[name] = pa.array(draw(st.lists(values, min_size=n, max_size=n)), type=kind)
+    return pa.table(columns)
+
+
+@FUZZ
+@given(table=parquet_tables())
+def test_random_parquet_tables_import_or_are_refused_cleanly(fuzz_engine, table):
+    def write(path):
+        pq.write_table(table, path)
+        return path
+
+    import_or_refuse(fuzz_engine, "items.parquet", None, write=write)
+
+
+HELM_PATHS = [("instance",), ("instance", "id"), ("instance", "input"), ("instance", "input", "text"),
+              ("instance", "references"), ("instance", "split"), ("result",), ("result", "completions"),
+              ("request",), ("request", "model"), ("train_trial_index",)]
+
+
+@FUZZ
+@given(replacements=st.lists(st.tuples(st.sampled_from(HELM_PATHS), json_values), max_size=3),
+       adapter=json_values, run_spec=st.none() | json_values)
+def test_random_helm_runs_import_or_are_refused_cleanly(fuzz_engine, replacements, adapter, run_spec):
+    state = request_state("1", "question", "answer", [("ref", ["correct"])])
+    for path, value in replacements:
+        target = state
+        for key in path[:-1]:
+            target = target.get(key) if isinstance(target, dict) else None
+        if isinstance(target, dict):
+            target[path[-1]] = value
+
+    def write(folder):
+        run = write_helm_run(folder, "medi_qa", "m", [state])
+        doc = json.loads((run / "scenario_state.json").read_text())
+        doc["adapter_spec"] = adapter
+        (run / "scenario_state.json").write_text(json.dumps(doc))
+        if run_spec is not None:
+            (run / "run_spec.json").write_text(json.dumps(run_spec))
+        return run
+
+    import_or_refuse(fuzz_engine, "suite", None, "helm", write=write)
+
+
+rubric_values = st.none() | st.integers() | st.floats() | texts | st.lists(st.integers(-10**10, 10**10), max_size=3)
+
+
+@FUZZ
+@given(rubric=st.fixed_dictionaries({}, optional={
+    "name": rubric_values, "version": rubric_values, "title": rubric_values,
+    "criteria": st.lists(st.fixed_dictionaries({}, optional={
+        "name": rubric_values, "label": rubric_values, "scale": rubric_values,
+        "anchors": st.dictionaries(st.text(max_size=3), rubric_values, max_size=2) | rubric_values,
+    }) | json_values, max_size=3) | json_values,
+}) | json_values)
+def test_random_rubrics_load_or_are_refused_cleanly(rubric):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rubric.json"
+        path.write_text(json.dumps(rubric))
+        try:
+            assert isinstance(load_rubric_file(path), RubricSpec)
+        except InputFileError as exc:
+            assert str(exc).startswith(str(path))
+
+
+@FUZZ
+@given(text=st.text(max_size=300) | st.sampled_from(['name = "r"\n[[criteria]]\nname = "a"\nscale = [1, 5]\n']))
+def test_random_rubric_toml_loads_or_is_refused_cleanly(text):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rubric.toml"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        try:
+            assert isinstance(load_rubric_file(path), RubricSpec)
+        except InputFileError as exc:
+            assert str(exc).startswith(str(path))

@@ -17,6 +17,24 @@ def table_counts(engine: Engine) -> dict[str, int]:
         return {name: conn.execute(select(func.count()).select_from(t)).scalar_one() for name, t in meta.tables.items()}
 
 
+def refused_import(engine: Engine, paths: list, fmt: str | None = None):  # noqa: ANN201 - the InputFileError
+    """Import ``paths`` into study "s", expect an InputFileError, check that nothing was written, return it."""
+    import pytest
+
+    from medhelm_core.db.engine import transaction
+    from medhelm_core.errors import InputFileError
+    from medhelm_core.importers import import_paths
+    from medhelm_core.studies import get_or_create_study
+
+    before = table_counts(engine)
+    with pytest.raises(InputFileError) as info:
+        with transaction(engine) as s:
+            study, _ = get_or_create_study(s, "s")
+            import_paths(s, study, paths, fmt)
+    assert table_counts(engine) == before
+    return info.value
+
+
 def request_state(instance_id: str, text: str, completion: str, references: list[tuple[str, list[str]]],
                   split: str = "test", trial: int = 0, model: str = "openai/gpt-4o-2024-05-13") -> dict:
     """One HELM request state as helm-run writes it (the fields our importer reads, and a few it ignores)."""
@@ -121,3 +139,27 @@ def run_cli(capsys, url: str, *args: str, stdin: str | None = None):
     code = exit_info.value.code
     return subprocess.CompletedProcess(list(args), 0 if code is None else code if isinstance(code, int) else 1, out,
                                        err)
+
+
+def study_named(engine: Engine, name: str):  # noqa: ANN201 - a Study, read in a transaction of its own
+    """The study called ``name``, for the core functions that take the row and open their own transactions
+    (a jury run, metrics); as the CLI does, the test finds it by name."""
+    from medhelm_core.db.engine import transaction
+    from medhelm_core.studies import get_study
+
+    with transaction(engine) as session:
+        return get_study(session, name)
+
+
+def current_adjudications(session, study) -> dict[tuple[int, str], int]:  # noqa: ANN001 - a Session, a Study
+    """The current (newest revision) adjudicated score of every adjudicated (item id, criterion) of a study."""
+    from sqlmodel import col
+    from sqlmodel import select as select_rows
+
+    from medhelm_core.db.models import Adjudication, Item
+
+    rows = session.exec(
+        select_rows(Adjudication).join(Item, Item.id == Adjudication.item_id)
+        .where(Item.study_id == study.id).order_by(col(Adjudication.revision))
+    ).all()
+    return {(row.item_id, row.criterion): row.score for row in rows}  # a later revision replaces an earlier one
