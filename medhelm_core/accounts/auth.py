@@ -2,21 +2,41 @@
 
 A session is a random token held by the browser session (Streamlit's session state) and a hash of it
 stored in the database with an expiry. Every page run checks the token against the database, so an
-expired, revoked or disabled account stops at once, in every app process. After
-:data:`MAX_FAILURES` wrong passwords in a row an account is locked for a time that doubles with each
-further failure (capped), which stops password guessing without locking a clinician out for the day.
+expired, revoked or disabled account stops at once, in every app process.
+
+Guessing is limited twice over:
+
+* per account, in the database: after :data:`MAX_FAILURES` wrong passwords in a row the account is locked
+  for a time that doubles with each further failure, capped at :data:`MAX_LOCKOUT`; failures are forgotten
+  :data:`FAILURE_MEMORY` after the last one, so a slow guesser (one guess an hour) never locks an account.
+  An attempt is counted as a failure *before* its password is checked, under a lock on the account's row,
+  so parallel sign-ins cannot check more than :data:`MAX_FAILURES` passwords between two locks; a right
+  password then takes the count back to zero.
+* per client (an IP address), in this process's memory: after :data:`CLIENT_FREE_FAILURES` failures across
+  all accounts, unknown usernames included, the client waits before each further attempt (doubling, capped
+  at :data:`MAX_CLIENT_WAIT`), which slows password spraying without locking the accounts for anyone else.
+  Several app processes each keep their own count, and behind a proxy that hides addresses all users are
+  one client, which is why the wait is short.
+
+Every refusal has the same message, and every refusal but a throttled client's takes the time of one
+password check, so neither tells whether a username exists or an account is locked.
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import secrets
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from medhelm_core.accounts.users import verify_credentials
+from medhelm_core.accounts.users import password_matches, rehashed
+from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import AuthSession, User, utcnow
 
 SESSION_LIFETIME = timedelta(hours=8)
@@ -24,6 +44,14 @@ IDLE_TIMEOUT = timedelta(hours=2)
 MAX_FAILURES = 5
 BASE_LOCKOUT = timedelta(minutes=1)
 MAX_LOCKOUT = timedelta(hours=1)
+FAILURE_MEMORY = MAX_LOCKOUT
+CLIENT_FREE_FAILURES = 20
+# A client waits at most a minute: behind a proxy that hides addresses every user is one client, and the
+# wait must slow an attacker there without shutting everyone out.
+BASE_CLIENT_WAIT = timedelta(seconds=5)
+MAX_CLIENT_WAIT = timedelta(minutes=1)
+CLIENT_MEMORY = timedelta(hours=1)
+MAX_TRACKED_CLIENTS = 10_000
 
 
 @dataclass(frozen=True)
@@ -53,10 +81,89 @@ def _aware(when: datetime | None) -> datetime | None:
 
 
 def lockout_for(failures: int) -> timedelta:
-    """How long an account is locked after ``failures`` consecutive failures (zero below the limit)."""
+    """How long an account is locked after ``failures`` consecutive failures (zero below the limit).
+
+    Examples
+    --------
+    >>> [lockout_for(n).total_seconds() / 60 for n in (4, 5, 6, 7, 50)]
+    [0.0, 1.0, 2.0, 4.0, 60.0]
+    """
     if failures < MAX_FAILURES:
         return timedelta(0)
-    return min(BASE_LOCKOUT * 2 ** (failures - MAX_FAILURES), MAX_LOCKOUT)
+    return min(BASE_LOCKOUT * 2 ** min(failures - MAX_FAILURES, 32), MAX_LOCKOUT)
+
+
+def client_key(address: str) -> str:
+    """What the per-client count is kept under: the address itself, or for IPv6 its /64 network (one
+    household or server usually holds a whole /64, so counting single addresses would not slow it).
+
+    Examples
+    --------
+    >>> client_key("203.0.113.9"), client_key("2001:db8:1:2:a:b:c:d"), client_key("not an address")
+    ('203.0.113.9', '2001:db8:1:2::/64', 'not an address')
+    """
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if ip.version == 4:
+        return str(ip)
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+
+
+def client_wait(failures: int) -> timedelta:
+    """How long a client waits after its ``failures``-th recent failure (zero below the free allowance).
+
+    Examples
+    --------
+    >>> [client_wait(n).total_seconds() for n in (19, 20, 21, 30)]
+    [0.0, 5.0, 10.0, 60.0]
+    """
+    if failures < CLIENT_FREE_FAILURES:
+        return timedelta(0)
+    return min(BASE_CLIENT_WAIT * 2 ** min(failures - CLIENT_FREE_FAILURES, 32), MAX_CLIENT_WAIT)
+
+
+class ClientThrottle:
+    """Recent failed sign-ins per client, across every account, in this process's memory.
+
+    Like the account's count, an attempt counts as a failure when it is admitted and is given back if the
+    password was right, so parallel attempts from one client cannot slip past the allowance.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: dict[str, tuple[int, datetime]] = {}
+
+    def admit(self, client: str, now: datetime) -> bool:
+        """Count an attempt by ``client`` now; False (and not counted) while the client must wait."""
+        with self._lock:
+            failures, last = self._failures.get(client, (0, now))
+            if now - last >= CLIENT_MEMORY:
+                failures = 0
+            if failures and now < last + client_wait(failures):
+                return False
+            self._failures[client] = (failures + 1, now)
+            if len(self._failures) > MAX_TRACKED_CLIENTS:
+                self._forget_oldest()
+            return True
+
+    def succeeded(self, client: str) -> None:
+        """Give back the failure counted when ``client``'s attempt was admitted: its password was right."""
+        with self._lock:
+            if client in self._failures:
+                failures, last = self._failures[client]
+                self._failures[client] = (max(failures - 1, 0), last)
+
+    def _forget_oldest(self) -> None:
+        by_age = sorted(self._failures, key=lambda c: self._failures[c][1])
+        for client in by_age[: len(by_age) // 2]:
+            del self._failures[client]
+
+
+_clients = ClientThrottle()
 
 
 @dataclass(frozen=True)
@@ -67,33 +174,105 @@ class SignInResult:
     message: str = ""
 
 
+#: The one refusal: an unknown user, a wrong password, a disabled, locked or throttled account all read
+#: the same, so the message never confirms that a username exists or that an account is locked.
 WRONG_CREDENTIALS = "Unknown username or wrong password."
-LOCKED = "Too many failed attempts: please wait a few minutes and try again."
+LOCKED = WRONG_CREDENTIALS
 
 
-def sign_in(session: Session, username: str, password: str, now: datetime | None = None) -> SignInResult:
+@dataclass(frozen=True)
+class _Attempt:
+    """An admitted attempt: the hash to check the password against (None: refuse after a stand-in check)."""
+
+    user_id: int | None
+    password_hash: str | None
+    client: str | None
+
+
+def sign_in(
+    db: Session | Engine, username: str, password: str, now: datetime | None = None, *, client: str | None = None
+) -> SignInResult:
     """Check credentials and open a session; the token is kept client side only.
 
-    A failure is returned, not raised, so that the caller's transaction commits the failure count. The
-    message is the same for an unknown user, a wrong password or a disabled account; a locked account
-    gets its own message (and the password is not even checked while locked).
+    With an :class:`~sqlalchemy.engine.Engine` (what the app passes) the attempt is counted in one short
+    transaction, the password is checked with no database connection held (argon2 takes most of a second;
+    holding a connection meanwhile let fifty sign-ins exhaust PostgreSQL's pool), and the outcome is
+    recorded in a second one. With a :class:`Session` everything happens in the caller's transaction
+    (scripts and tests), which then holds the account's row lock while the password is checked.
+
+    ``client`` names who is asking (the browser's IP address, ``st.context.ip_address``) for the
+    per-client back-off; None skips it (the CLI, scripts).
+    A failure is returned, not raised, so that the failure count commits; its message is the same for
+    every refusal (see :data:`WRONG_CREDENTIALS`).
     """
     now = now or utcnow()
-    user = session.exec(select(User).where(User.username == username)).first()
-    if user is not None and (_aware(user.locked_until) or now) > now:
-        return SignInResult(None, LOCKED)
-    verified = verify_credentials(session, username, password)
-    if verified is None:
-        if user is not None:
-            user.failed_logins += 1
-            wait = lockout_for(user.failed_logins)
-            user.locked_until = now + wait if wait else None
-            session.add(user)
+    client = client_key(client) if client else None
+    if client is not None and not _clients.admit(client, now):
         return SignInResult(None, WRONG_CREDENTIALS)
-    verified.failed_logins, verified.locked_until = 0, None
-    session.add(verified)
+    if isinstance(db, Engine):
+        with transaction(db) as session:
+            attempt = _admit(session, username, now, client)
+        new_hash = _check(attempt, password)
+        with transaction(db) as session:
+            return _record(session, attempt, new_hash, now)
+    attempt = _admit(db, username, now, client)
+    return _record(db, attempt, _check(attempt, password), now)
+
+
+def _locked_row(session: Session, user_id: int) -> User | None:
+    """Account ``user_id``, read fresh and locked against other sign-ins until the transaction ends."""
+    if session.get_bind().dialect.name == "sqlite":
+        # SQLite has no row locks and ignores FOR UPDATE: a no-op write takes the database's write lock
+        # now (what BEGIN IMMEDIATE does), so the read below sees every committed failure and nobody
+        # else's until this transaction ends.
+        session.execute(update(User).where(User.id == user_id).values(failed_logins=User.failed_logins)
+                        .execution_options(synchronize_session=False))
+    return session.exec(select(User).where(User.id == user_id).with_for_update()
+                        .execution_options(populate_existing=True)).first()
+
+
+def _admit(session: Session, username: str, now: datetime, client: str | None) -> _Attempt:
+    """Count an attempt on ``username`` as a failure before its password is checked, under the row lock."""
+    user_id = session.exec(select(User.id).where(User.username == username)).first()
+    user = _locked_row(session, user_id) if user_id is not None else None
+    if user is None or not user.password_hash or not user.is_active:
+        return _Attempt(None, None, client)
+    locked_until = _aware(user.locked_until)
+    if locked_until is not None and locked_until > now:
+        return _Attempt(None, None, client)  # not counted: a locked account's lock does not grow
+    failures = user.failed_logins
+    # locked_until is set at every failure (to the failure's time below the limit), so the last failure
+    # was lockout_for(failures) before it.
+    if locked_until is not None and now - (locked_until - lockout_for(failures)) >= FAILURE_MEMORY:
+        failures = 0
+    user.failed_logins = failures + 1
+    user.locked_until = now + lockout_for(user.failed_logins)
+    session.add(user)
+    session.flush()
+    return _Attempt(user.id, user.password_hash, client)
+
+
+def _check(attempt: _Attempt, password: str) -> str | None:
+    """The stored hash (or its replacement) when the password is right; None otherwise."""
+    if not password_matches(attempt.password_hash, password):
+        return None
+    return rehashed(attempt.password_hash, password) or attempt.password_hash
+
+
+def _record(session: Session, attempt: _Attempt, verified_hash: str | None, now: datetime) -> SignInResult:
+    """Open a session for a right password; a wrong one was already counted when it was admitted."""
+    if verified_hash is None or attempt.user_id is None:
+        return SignInResult(None, WRONG_CREDENTIALS)
+    user = _locked_row(session, attempt.user_id)
+    # disabled, or the password changed, while this one was being checked
+    if user is None or not user.is_active or user.password_hash != attempt.password_hash:
+        return SignInResult(None, WRONG_CREDENTIALS)
+    user.failed_logins, user.locked_until, user.password_hash = 0, None, verified_hash
+    session.add(user)
+    if attempt.client is not None:
+        _clients.succeeded(attempt.client)
     token = secrets.token_urlsafe(32)
-    session.add(AuthSession(token_hash=_hash(token), user_id=verified.id, created_at=now,
+    session.add(AuthSession(token_hash=_hash(token), user_id=user.id, created_at=now,
                             expires_at=now + SESSION_LIFETIME, last_seen_at=now))
     return SignInResult(token)
 

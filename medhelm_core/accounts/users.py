@@ -1,12 +1,22 @@
 """Accounts: create, list, disable, and check a password.
 
 Passwords are hashed with argon2id (argon2-cffi's defaults); the plain text is never stored or logged.
+What a password must be follows NIST SP 800-63B: at least 8 characters, up to 256 (NIST asks for at
+least 64), any printable character or space, kept exactly as typed (never trimmed), and not on a list
+of commonly used passwords. ``common_passwords.txt.gz`` is the 8,354 entries of 8 characters or more
+from Django's ``django/contrib/auth/common-passwords.txt.gz`` (Django 5.2.19, BSD-3-Clause; the list is
+Royce Williams's 20,000 most common passwords), lower-cased.
 """
 
 from __future__ import annotations
 
+import gzip
+import os
 import re
+import threading
+import unicodedata
 from functools import lru_cache
+from importlib.resources import files
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -19,13 +29,74 @@ from medhelm_core.errors import NotFoundError, ValidationError
 _hasher = PasswordHasher()
 USERNAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{2,150}$")
 MIN_PASSWORD_LENGTH = 8
+MAX_PASSWORD_LENGTH = 256
+#: argon2id takes 64 MiB and a core for a good part of a second per check: at most this many run at once,
+#: so fifty simultaneous sign-ins queue for a slot instead of taking 3 GB and every core.
+HASHING_SLOTS = max(2, os.cpu_count() or 2)
+_hashing = threading.BoundedSemaphore(HASHING_SLOTS)
+# Unicode categories refused in a password: control characters (NUL, tab, line breaks, ...) and lone
+# surrogates. Both are invisible or mangled by a form, a terminal or a database driver.
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cs"})
+
+
+@lru_cache(maxsize=1)
+def _common_passwords() -> frozenset[str]:
+    data = files("medhelm_core.accounts").joinpath("common_passwords.txt.gz").read_bytes()
+    return frozenset(gzip.decompress(data).decode().split("\n"))
+
+
+def check_password_rules(password: str) -> None:
+    """Refuse a password that NIST SP 800-63B would: too short or long, all white space, with a control
+    character, or on the list of common passwords (in any letter case). Nothing is trimmed.
+
+    Examples
+    --------
+    >>> check_password_rules("correct horse battery")
+    >>> check_password_rules(" " * 8)
+    Traceback (most recent call last):
+    ...
+    medhelm_core.errors.ValidationError: a password cannot be only spaces
+    """
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise ValidationError(f"a password needs at least {MIN_PASSWORD_LENGTH} characters")
+    if len(password) > MAX_PASSWORD_LENGTH:
+        raise ValidationError(f"a password can have at most {MAX_PASSWORD_LENGTH} characters")
+    if any(unicodedata.category(c) in _REFUSED_CATEGORIES for c in password):
+        raise ValidationError("a password cannot hold control characters (such as NUL, tab or a line break)")
+    if password.isspace():
+        raise ValidationError("a password cannot be only spaces")
+    if password.lower() in _common_passwords():
+        raise ValidationError("this password is on a list of commonly used passwords: choose another")
 
 
 def hash_password(password: str) -> str:
-    """An argon2id hash of ``password``, refusing passwords shorter than 8 characters."""
-    if len(password) < MIN_PASSWORD_LENGTH:
-        raise ValidationError(f"a password needs at least {MIN_PASSWORD_LENGTH} characters")
-    return _hasher.hash(password)
+    """An argon2id hash of ``password``, once it passes :func:`check_password_rules`."""
+    check_password_rules(password)
+    with _hashing:
+        return _hasher.hash(password)
+
+
+def password_matches(password_hash: str | None, password: str) -> bool:
+    """True when ``password`` matches ``password_hash``.
+
+    Without a hash (an unknown user, a locked or disabled account) the password is checked against a
+    stand-in hash and the answer is False: every refusal takes the time of one check, so timing does not
+    tell which usernames exist or which accounts are locked.
+    """
+    with _hashing:
+        try:
+            _hasher.verify(password_hash or _dummy_hash(), password)
+        except (VerificationError, InvalidHashError):
+            return False
+    return password_hash is not None
+
+
+def rehashed(password_hash: str, password: str) -> str | None:
+    """A new hash of a just-verified ``password`` when argon2's parameters have changed since, else None."""
+    if not _hasher.check_needs_rehash(password_hash):
+        return None
+    with _hashing:
+        return _hasher.hash(password)
 
 
 def parse_role(role: str) -> Role:
@@ -117,23 +188,17 @@ def list_users(session: Session) -> list[User]:
 def verify_credentials(session: Session, username: str, password: str) -> User | None:
     """The active user whose password matches, else None (the same answer for every failure).
 
-    A hash is still computed for unknown users so that timing does not reveal which usernames exist.
+    A plain check, with no back-off and no session: sign-in goes through
+    :func:`medhelm_core.accounts.auth.sign_in`, which counts failures.
     """
     user = session.exec(select(User).where(User.username == username)).first()
-    if user is None or not user.password_hash:
-        try:
-            _hasher.verify(_dummy_hash(), password)
-        except VerificationError:
-            pass
-        return None
-    try:
-        _hasher.verify(user.password_hash, password)
-    except (VerificationError, InvalidHashError):
+    if not password_matches(user.password_hash if user is not None else None, password):
         return None
     if not user.is_active:
         return None
-    if _hasher.check_needs_rehash(user.password_hash):
-        user.password_hash = _hasher.hash(password)
+    new_hash = rehashed(user.password_hash, password)
+    if new_hash is not None:
+        user.password_hash = new_hash
         session.add(user)
     return user
 
