@@ -7,9 +7,22 @@ from __future__ import annotations
 
 import streamlit as st
 
+from medhelm_core.accounts.roles import pages_for
 from pages.common import current_user, sign_in, sign_in_with_identity_provider, sign_out, sso_configured
 
 st.set_page_config(page_title="MedHELM Calibrate", layout="wide")
+
+#: each page's title and icon in the navigation; who sees it is medhelm_core.accounts.roles.PAGE_ROLES
+PAGES = {
+    "home": ("Studies", ":material/home:"),
+    "rate": ("Rate", ":material/rate_review:"),
+    "raters": ("Raters", ":material/group:"),
+    "data": ("Data", ":material/database:"),
+    "metrics": ("Metrics", ":material/functions:"),
+    "jury": ("Jury", ":material/gavel:"),
+    "agreement": ("Agreement", ":material/insights:"),
+    "adjudicate": ("Adjudicate", ":material/balance:"),
+}
 
 
 def sign_in_form() -> None:
@@ -42,17 +55,8 @@ who = current_user()
 if who is None:
     st.navigation([st.Page(sign_in_form, title="Sign in", icon=":material/login:")], position="hidden").run()
 else:
-    pages = [st.Page("pages/home.py", title="Studies", icon=":material/home:", default=True)]
-    if who.role in ("clinician", "researcher", "admin"):
-        pages.append(st.Page("pages/rate.py", title="Rate", icon=":material/rate_review:"))
-    if who.role in ("researcher", "admin"):
-        pages.append(st.Page("pages/raters.py", title="Raters", icon=":material/group:"))
-        pages.append(st.Page("pages/data.py", title="Data", icon=":material/database:"))
-        pages.append(st.Page("pages/metrics.py", title="Metrics", icon=":material/functions:"))
-        pages.append(st.Page("pages/jury.py", title="Jury", icon=":material/gavel:"))
-        pages.append(st.Page("pages/agreement.py", title="Agreement", icon=":material/insights:"))
-    if who.role in ("adjudicator", "researcher", "admin"):
-        pages.append(st.Page("pages/adjudicate.py", title="Adjudicate", icon=":material/balance:"))
+    pages = [st.Page(f"pages/{name}.py", title=PAGES[name][0], icon=PAGES[name][1], default=name == "home")
+             for name in pages_for(who.role)]
     with st.sidebar:
         st.text(f"Signed in as {who.display_name} ({who.role})")
         if st.button("Sign out"):

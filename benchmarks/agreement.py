@@ -29,13 +29,9 @@ import pandas as pd
 import pingouin as pg
 from scipy import stats
 
-from medhelm_core.agreement import (
-    ICC_TYPES,
-    PINGOUIN_NAMES,
-    bootstrap_distribution,
-    bootstrap_icc,
-    jackknife_distribution,
-)
+from medhelm_core.agreement import bootstrap_icc
+from medhelm_core.agreement.bootstrap import bootstrap_distribution, jackknife_distribution
+from medhelm_core.agreement.icc import ICC_TYPES, PINGOUIN_NAMES
 
 # The targets for 5,000 items x 4 raters and 2,000 resamples.
 TARGET_RATIO = 100

@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
+from support.helpers import study_named  # noqa: E402
 from support.jury_support import make_study  # noqa: E402
 
 from medhelm_core.db.engine import make_engine  # noqa: E402
@@ -42,7 +43,7 @@ MODEL = "openai/bench-judge"
 
 
 def start_server(latency: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "fake_openai_server.py"), "--latency",
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "support" / "fake_openai_server.py"), "--latency",
                              str(latency)], stdout=subprocess.PIPE, text=True)
     return proc, proc.stdout.readline().strip()
 
@@ -54,7 +55,7 @@ def jury_rate(base: str, calls: int, concurrency: int, folder: Path, name: str) 
     config = replace(build_config(default_rubric(), [MODEL], api_base=base, concurrency=concurrency, timeout=30),
                      retry_base_seconds=0.05)
     started = time.perf_counter()
-    summary = run_jury(engine, name, config)
+    summary = run_jury(engine, study_named(engine, name), config)
     elapsed = time.perf_counter() - started
     assert summary.done == calls and summary.failed == 0, summary
     engine.dispose()

@@ -36,7 +36,7 @@ from medhelm_core.db.models import Item, JudgeVerdict, JuryRun, Rating, RatingSu
 from medhelm_core.errors import DatabaseError
 from medhelm_core.rating import queue as rq
 from medhelm_core.rating.assignment import assign_balanced
-from medhelm_core.studies import get_or_create_study
+from medhelm_core.studies import get_or_create_study, get_study_by_id
 
 CRITERIA = ("accuracy", "completeness", "clarity")
 
@@ -101,22 +101,25 @@ def run_load(engine: Engine, clinicians: int = 50, seconds: float = 120.0, items
         while not stop.is_set():
             try:
                 with Session(engine) as s:  # one page run: what pages/rate.py reads
+                    study = get_study_by_id(s, study_id)
                     rq.progress(s, who)
-                    entries = rq.queue(s, who, study_id)
-                    rq.study_rubric(s, study_id)
+                    entries = rq.queue(s, who, study)
+                    rq.study_rubric(s, study)
                     entry = entries[n % len(entries)]
-                    rq.load_item(s, who, study_id, entry.item_id)
+                    rq.load_item(s, who, study, entry.item_id)
                 scores = {c: rng.randint(1, 5) for c in CRITERIA}
                 request_id = uuid.uuid4().hex
                 began = time.perf_counter()
                 with transaction(engine) as s:
-                    written = rq.submit(s, who, study_id, entry.item_id, scores, request_id=request_id,
+                    written = rq.submit(s, who, get_study_by_id(s, study_id), entry.item_id, scores,
+                                        request_id=request_id,
                                         elapsed_seconds=1.0)
                 took = time.perf_counter() - began
                 repeat = False
                 if n % 5 == 0:  # a double click sends the same request again
                     with transaction(engine) as s:
-                        repeat = rq.submit(s, who, study_id, entry.item_id, scores, request_id=request_id)
+                        repeat = rq.submit(s, who, get_study_by_id(s, study_id), entry.item_id, scores,
+                                           request_id=request_id)
                 with lock:
                     result.page_runs += 1
                     latencies.append(took)

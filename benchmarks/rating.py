@@ -26,7 +26,7 @@ from medhelm_core.db.migrate import upgrade_database
 from medhelm_core.db.models import Item, User, utcnow
 from medhelm_core.rating import queue as rq
 from medhelm_core.rating.assignment import assign_balanced
-from medhelm_core.studies import get_or_create_study
+from medhelm_core.studies import get_or_create_study, get_study_by_id
 
 
 def seed(engine, n_items: int, n_clinicians: int) -> tuple[int, list[Principal]]:
@@ -49,16 +49,17 @@ def seed(engine, n_items: int, n_clinicians: int) -> tuple[int, list[Principal]]
 
 def render_next(engine, who: Principal, study_id: int) -> int:
     with Session(engine) as s:
+        study = get_study_by_id(s, study_id)
         rq.progress(s, who)
-        entries = rq.queue(s, who, study_id)
-        rq.study_rubric(s, study_id)
-        item = rq.load_item(s, who, study_id, entries[rq.first_open(entries)].item_id)
+        entries = rq.queue(s, who, study)
+        rq.study_rubric(s, study)
+        item = rq.load_item(s, who, study, entries[rq.first_open(entries)].item_id)
     return item.item_id
 
 
 def save(engine, who: Principal, study_id: int, item_id: int, rng: random.Random) -> None:
     with transaction(engine) as s:
-        rq.submit(s, who, study_id, item_id,
+        rq.submit(s, who, get_study_by_id(s, study_id), item_id,
                   {"accuracy": rng.randint(1, 5), "completeness": rng.randint(1, 5), "clarity": rng.randint(1, 5)})
 
 

@@ -46,3 +46,42 @@ class ValidationError(MedhelmError):
 
 class DatabaseError(MedhelmError):
     """The database cannot be reached or is not at the schema this version expects."""
+
+
+class AccessDenied(MedhelmError):
+    """The signed-in account may not see or change this."""
+
+
+class BackupError(MedhelmError):
+    """A backup or restore that cannot be done as asked."""
+
+
+class AgreementInputError(MedhelmError, ValueError):
+    """Ratings that the agreement engine cannot use, with the column or value at fault."""
+
+
+class PlanningError(MedhelmError, ValueError):
+    """A study plan that cannot be computed or cannot be met, with what to change."""
+
+
+class RaterQualityInputError(ValidationError, ValueError):
+    """A rating history or threshold that the rater-quality checks cannot use, with what is wrong.
+
+    A :class:`ValidationError`: a study's speed threshold is refused by the same check when it is set
+    (:func:`medhelm_core.studies.update_settings`) as when the flags are computed."""
+
+
+class NotEnoughRatingsError(MedhelmError):
+    """Too few clinician ratings for any agreement figure: the page says so instead of drawing empty charts."""
+
+
+class MissingCredentialsError(MedhelmError):
+    """A judge has no usable API key; the message names the environment variable to set."""
+
+
+class RunBusyError(MedhelmError):
+    """The run is being worked on right now by another process or thread."""
+
+
+class JuryInterrupted(MedhelmError):
+    """Ctrl-C during a run: what was written is kept, and the same command resumes."""

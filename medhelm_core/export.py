@@ -1,4 +1,8 @@
-"""Export a study's data as files (CSV, JSONL or Parquet) so it can be analysed elsewhere."""
+"""Export a study's data as files (CSV, JSONL or Parquet) so it can be analysed elsewhere.
+
+CSV goes through :func:`medhelm_core.csv_safe.write_csv`, which quotes a text cell a spreadsheet would run as a
+formula; JSON Lines and Parquet are data formats no spreadsheet runs, written exactly as stored.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 from sqlmodel import Session
 
+from medhelm_core.csv_safe import write_csv
 from medhelm_core.db.audit import Actor, record_event
 from medhelm_core.db.models import Study
 from medhelm_core.errors import ValidationError
@@ -43,19 +48,20 @@ def export_study(
     counts: dict[str, int] = {}
     for name, frame in tables.items():
         target = out_dir / f"{name}.{fmt}"
-        tmp = target.with_suffix(target.suffix + ".tmp")
-        _write(frame, tmp, fmt)
-        tmp.replace(target)
+        _write(frame, target, fmt)
         counts[target.name] = len(frame)
     record_event(session, "export", actor=actor, study_id=study.id, format=fmt, out=str(out_dir.resolve()),
                  rows=counts)
     return counts
 
 
-def _write(frame: pd.DataFrame, path: Path, fmt: str) -> None:
+def _write(frame: pd.DataFrame, target: Path, fmt: str) -> None:
     if fmt == "csv":
-        frame.to_csv(path, index=False)
-    elif fmt == "jsonl":
-        frame.to_json(path, orient="records", lines=True, force_ascii=False)
+        write_csv(frame, target)  # under a temporary name, renamed
+        return
+    tmp = target.with_name(target.name + ".tmp")
+    if fmt == "jsonl":
+        frame.to_json(tmp, orient="records", lines=True, force_ascii=False)
     else:
-        frame.to_parquet(path, index=False)
+        frame.to_parquet(tmp, index=False)
+    tmp.replace(target)

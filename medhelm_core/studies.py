@@ -1,12 +1,17 @@
-"""Studies: create one, find one, and count what is in it."""
+"""Studies: create one, find one (by name or id), change its settings, and count what is in it.
+
+Core functions take the :class:`~medhelm_core.db.models.Study` row; the CLI finds it by name
+(:func:`get_study`), a page by id (:func:`get_study_by_id`).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func
 from sqlmodel import Session, select
@@ -29,6 +34,29 @@ def get_study(session: Session, name: str) -> Study:
         known = ", ".join(names) if names else "none yet"
         raise NotFoundError(f"no study named {name!r} (studies: {known})")
     return study
+
+
+def get_study_by_id(session: Session, study_id: int) -> Study:
+    """The study with id ``study_id`` in ``session``, or :class:`NotFoundError` (it was deleted meanwhile).
+
+    A page keeps the id of the study picked and reads the row again in the session that writes to it.
+    """
+    study = session.get(Study, study_id)
+    if study is None:
+        raise NotFoundError(f"study {study_id} no longer exists")
+    return study
+
+
+def study_item(session: Session, study: Study, item_id: int) -> Item:
+    """The item ``item_id`` of ``study``, or :class:`NotFoundError`.
+
+    An item id arrives from a request (a page's click, a typed id); checking that it belongs to the study in
+    hand is what keeps one study's rater, adjudicator or researcher out of another study's items.
+    """
+    item = session.get(Item, item_id)
+    if item is None or item.study_id != study.id:
+        raise NotFoundError(f"study {study.name!r} has no item {item_id}")
+    return item
 
 
 def get_or_create_study(
@@ -125,31 +153,114 @@ def list_studies(session: Session) -> list[Study]:
     return list(session.exec(select(Study).order_by(Study.name)).all())
 
 
-def set_speed_threshold(session: Session, study: Study, seconds: float, *, actor: Actor = None) -> Study:
-    """Set the study's speed threshold: a first rating submitted faster is flagged (in the caller's transaction).
+#: the largest share of items that may come back for test-retest: beyond it the repeats crowd out first ratings
+MAX_RETEST_SHARE = 0.5
+
+
+def _speed_threshold(seconds: object) -> float:
+    # The check lives with the speed flags; imported here so that a command that never sets a threshold does
+    # not pay for their pandas. Its error is a ValidationError.
+    from medhelm_core.rating.quality_flags import check_speed_threshold
+
+    return check_speed_threshold(seconds)
+
+
+def _retest_share(share: object) -> float:
+    try:
+        value = float(share)
+    except (TypeError, ValueError):
+        message = f"the retest share must be a number between 0 and {MAX_RETEST_SHARE}, not {share!r}"
+        raise ValidationError(message) from None
+    if not math.isfinite(value) or not 0 <= value <= MAX_RETEST_SHARE:
+        raise ValidationError(f"the retest share must be between 0 and {MAX_RETEST_SHARE}, not {share!r}")
+    return value
+
+
+def _retest_gap(gap: object) -> int:
+    if isinstance(gap, bool) or not isinstance(gap, int) or gap < 1:
+        raise ValidationError(f"the retest gap must be a whole number of items, 1 or more, not {gap!r}")
+    return gap
+
+
+def check_adjudication_threshold(threshold: object) -> int:
+    """``threshold`` as points of disagreement (a whole number, 1 or more), or :class:`ValidationError`.
 
     Examples
     --------
-    >>> set_speed_threshold(session, study, 45, actor=who)  # doctest: +SKIP
+    >>> check_adjudication_threshold(2)
+    2
     """
-    try:
-        value = float(seconds)
-    except (TypeError, ValueError):
-        raise ValidationError(f"the speed threshold must be a number of seconds, not {seconds!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ValidationError(f"the speed threshold must be a positive number of seconds, not {seconds!r}")
-    study.speed_threshold_seconds = value
-    session.add(study)
-    record_event(session, "study.speed_threshold", actor=actor, study_id=study.id, seconds=value)
-    return study
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
+        raise ValidationError(f"the adjudication threshold must be a whole number of points, 1 or more, "
+                              f"not {threshold!r}")
+    return threshold
 
 
-def save_plan(session: Session, study: Study, plan: PlanResult | None, *, actor: Actor = None) -> Study:
-    """Keep the study-size plan the designer chose (None forgets it), so progress is measured against it."""
-    study.plan = dataclasses.asdict(plan) if plan is not None else None
+def _plan(plan: PlanResult | None) -> dict[str, Any] | None:
+    return dataclasses.asdict(plan) if plan is not None else None
+
+
+#: the settings :func:`update_settings` changes, each with its check (None turns adjudication off and
+#: forgets the plan)
+_SETTINGS: dict[str, Callable[[Any], Any]] = {
+    "speed_threshold_seconds": _speed_threshold,
+    "retest_share": _retest_share,
+    "retest_gap": _retest_gap,
+    "adjudication_threshold": lambda v: None if v is None else check_adjudication_threshold(v),
+    "plan": _plan,
+}
+
+
+def update_settings(session: Session, study: Study, *, actor: Actor = None, **fields: Any) -> Study:
+    """Change some of a study's settings in the caller's transaction, each change in the audit trail.
+
+    Parameters
+    ----------
+    session
+        The session that writes the change (and its audit events).
+    study
+        The study, read in ``session``.
+    actor
+        Who changes it, for the audit trail.
+    **fields
+        Any of ``speed_threshold_seconds`` (a first rating faster than this is flagged),
+        ``retest_share`` (0 turns test-retest off; at most :data:`MAX_RETEST_SHARE`), ``retest_gap``
+        (other items before a repeat), ``adjudication_threshold`` (points apart; None turns adjudication
+        off) and ``plan`` (a :class:`~medhelm_core.agreement.planning.PlanResult`; None forgets it).
+        Every value is checked before any is set, so a bad one changes nothing.
+
+    Returns
+    -------
+    Study
+        The same row, changed. A new retest share applies to ratings submitted from then on; repeats
+        already scheduled stay in the queues.
+
+    Examples
+    --------
+    >>> update_settings(session, study, speed_threshold_seconds=45, retest_share=0.1, retest_gap=10,
+    ...                 actor=who)  # doctest: +SKIP
+    """
+    unknown = sorted(set(fields) - set(_SETTINGS))
+    if unknown:
+        raise TypeError(f"update_settings() got unknown settings {', '.join(unknown)}; known: {', '.join(_SETTINGS)}")
+    clean = {name: _SETTINGS[name](value) for name, value in fields.items()}
+    for name, value in clean.items():
+        setattr(study, name, value)
     session.add(study)
-    record_event(session, "study.plan", actor=actor, study_id=study.id,
-                 items=plan.items if plan is not None else None, raters=plan.raters if plan is not None else None)
+    # one audit action per kind of setting, as the trail has always named them
+    if "speed_threshold_seconds" in clean:
+        record_event(session, "study.speed_threshold", actor=actor, study_id=study.id,
+                     seconds=study.speed_threshold_seconds)
+    if "retest_share" in clean or "retest_gap" in clean:
+        record_event(session, "study.retest", actor=actor, study_id=study.id, share=study.retest_share,
+                     gap=study.retest_gap)
+    if "adjudication_threshold" in clean:
+        record_event(session, "adjudication.threshold", actor=actor, study_id=study.id,
+                     threshold=study.adjudication_threshold)
+    if "plan" in clean:
+        plan = study.plan or {}
+        record_event(session, "study.plan", actor=actor, study_id=study.id, items=plan.get("items"),
+                     raters=plan.get("raters"))
     return study
 
 
@@ -193,4 +304,17 @@ def plan_progress(session: Session, study: Study, raters: int | None = None) -> 
         raters=int(k),
         complete_items=sum(1 for i in complete if i not in gold),
         items_in_study=int(items) - len(gold),
+    )
+
+
+def study_items(session: Session, study: Study) -> list[Item]:
+    """Every item of ``study``, by benchmark and instance: the order a researcher browses them in.
+
+    Examples
+    --------
+    >>> [f"{i.benchmark} / {i.instance_id}" for i in study_items(session, study)][:1]  # doctest: +SKIP
+    ['aci_bench / 0']
+    """
+    return list(
+        session.exec(select(Item).where(Item.study_id == study.id).order_by(Item.benchmark, Item.instance_id)).all()
     )

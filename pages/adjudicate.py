@@ -7,7 +7,6 @@ apart from the clinicians' ratings. Researchers and admins set the threshold her
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
@@ -15,21 +14,22 @@ from medhelm_core.db.engine import transaction
 from medhelm_core.errors import MedhelmError
 from medhelm_core.rating import adjudication as adj
 from medhelm_core.rating.queue import study_rubric
-from medhelm_core.studies import get_study, list_studies
-from pages.common import engine, require_role, show_item_texts
+from medhelm_core.studies import get_study_by_id, update_settings
+from medhelm_core.text import markdown_literal
+from pages.common import (
+    criterion_inputs,
+    engine,
+    in_stored_order,
+    pick_study,
+    require_page,
+    show_item_texts,
+    show_text,
+)
 
-who = require_role("adjudicator", "researcher", "admin")
+who = require_page("adjudicate")
 st.title("Adjudicate")
 
-with Session(engine()) as session:
-    studies = [s.name for s in list_studies(session)]
-if not studies:
-    st.info("No studies yet.")
-    st.stop()
-name = st.selectbox("Study", studies)
-
-with Session(engine()) as session:
-    study = get_study(session, name)
+study = pick_study()
 
 if who.sees_everything:
     with st.expander("Threshold", expanded=study.adjudication_threshold is None):
@@ -43,10 +43,10 @@ if who.sees_everything:
         if save:
             try:
                 with transaction(engine()) as session:
-                    adj.set_threshold(session, get_study(session, name), int(points) if enabled else None,
-                                      actor=who)
+                    update_settings(session, get_study_by_id(session, study.id),
+                                    adjudication_threshold=int(points) if enabled else None, actor=who)
             except MedhelmError as exc:
-                st.error(str(exc))
+                st.error(markdown_literal(exc))
             else:
                 st.toast("Threshold saved")
                 st.rerun()
@@ -57,8 +57,8 @@ if study.adjudication_threshold is None:
     st.stop()
 
 with Session(engine()) as session:
-    cases = adj.adjudication_queue(session, who, study.id)
-    rubric = study_rubric(session, study.id)
+    cases = adj.adjudication_queue(session, who, study)
+    rubric = study_rubric(session, study)
 if not cases:
     st.success(f"No item has clinicians {study.adjudication_threshold} or more points apart on a criterion.")
     st.stop()
@@ -66,17 +66,11 @@ if not cases:
 done = sum(c.adjudicated for c in cases)
 st.progress(done / len(cases), text=f"{done} of {len(cases)} disputed items adjudicated")
 
-
-def case_label(case: adj.QueueCase) -> str:
-    spreads = ", ".join(f"{criterion} ±{spread}" for criterion, spread in case.spreads.items())
-    return f"Item {case.item_id} · {case.benchmark} · {spreads}" + ("  ✓" if case.adjudicated else "")
-
-
-by_label = {case_label(c): c for c in cases}
+by_label = {c.label: c for c in cases}
 case = by_label[st.selectbox("Disputed item", list(by_label))]
 
 with Session(engine()) as session:
-    view = adj.load_case(session, who, study.id, case.item_id)
+    view = adj.load_case(session, who, study, case.item_id)
 
 left, right = st.columns([3, 2], gap="large")
 with left:
@@ -84,34 +78,18 @@ with left:
 
 with right:
     st.markdown("**The clinicians' ratings**")
-    table = pd.DataFrame(
-        [{"clinician": r.label, **{c.label: r.scores.get(c.name) for c in rubric.criteria}, "flag": r.flag or ""}
-         for r in view.ratings]
-    )
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.dataframe(in_stored_order(view.ratings_table(rubric)), hide_index=True, width="stretch")
     for rating in view.ratings:
         if rating.comment:
-            st.caption(rating.label)
-            st.text(rating.comment)
+            st.caption(markdown_literal(rating.label))
+            show_text(rating.comment)
 
     tag = f"{view.item_id}_{'_'.join(f'{k}{v}' for k, v in sorted(view.adjudicated.items()))}"
     with st.form(f"adjudicate_{tag}", enter_to_submit=False, border=True):
-        values: dict[str, int | None] = {}
-        for criterion in rubric.criteria:
-            if criterion.name not in view.spreads:
-                continue
-            levels = list(range(criterion.scale_min, criterion.scale_max + 1))
-            current = view.adjudicated.get(criterion.name)
-            values[criterion.name] = st.radio(
-                f"{criterion.label} (clinicians {view.spreads[criterion.name]} points apart)",
-                levels,
-                index=levels.index(current) if current in levels else None,
-                horizontal=True,
-                key=f"adj_{tag}_{criterion.name}",
-                help=criterion.description or None,
-            )
-            if criterion.anchors:
-                st.caption("  \n".join(f"{lvl}: {text}" for lvl, text in sorted(criterion.anchors.items())))
+        values = criterion_inputs(
+            [c for c in rubric.criteria if c.name in view.spreads], view.adjudicated, f"adj_{tag}",
+            label=lambda c: f"{c.label} (clinicians {view.spreads[c.name]} points apart)",
+        )
         comment = st.text_area("Reason (optional)", value=view.comment, key=f"adj_comment_{tag}", height=80)
         submitted = st.form_submit_button("Save adjudication", type="primary", width="stretch")
 
@@ -119,13 +97,14 @@ with right:
         chosen = {k: v for k, v in values.items() if v is not None}
         missing = [rubric.criterion(k).label for k, v in values.items() if v is None]
         if missing:
-            st.error(f"Please score every disputed criterion: {', '.join(missing)} left empty")
+            st.error(markdown_literal(f"Please score every disputed criterion: {', '.join(missing)} left empty"))
         else:
             try:
                 with transaction(engine()) as session:
-                    adj.submit_adjudication(session, who, study.id, view.item_id, chosen, comment)
+                    adj.submit_adjudication(session, who, get_study_by_id(session, study.id), view.item_id, chosen,
+                                           comment)
             except MedhelmError as exc:
-                st.error(str(exc))
+                st.error(markdown_literal(exc))
             else:
                 st.toast("Adjudication saved")
                 st.rerun()

@@ -1,24 +1,58 @@
-"""What every page shares: the database engine, the signed-in user, and the role check.
+"""What every page shares: the database engine, the signed-in user, the role check, the study picker, the
+rubric form and the item view.
 
 The browser session keeps only a random session token; who it belongs to, their role and whether the
 session is still open are read from the database on every page run (:func:`medhelm_core.accounts.auth.resolve_session`),
 so an expired or revoked session or a disabled account stops at once, and the role check in
-:func:`require_role` happens on the server for every page, not by hiding links.
+:func:`require_page` happens on the server for every page, not by hiding links. It reads the same table as
+the navigation (:data:`medhelm_core.accounts.roles.PAGE_ROLES`).
+
+Streamlit also runs code of a page without running the page: a widget's ``on_click``/``on_change`` callback
+(before the page script), a fragment's re-run (instead of it) and a download button's ``data`` callable (when
+the file is asked for, in a thread of its own). Each goes through the same check, :func:`admit`:
+:func:`session_checked` wraps callbacks and fragment bodies, :func:`checked_download` wraps download data. A
+new one of these on a page must use them.
+
+Text from data reaches the screen through :mod:`medhelm_core.text`: :func:`~medhelm_core.text.markdown_literal`
+for anything Streamlit renders as markdown, :func:`~medhelm_core.text.as_stored` for plain text.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from medhelm_core.accounts import auth
 from medhelm_core.accounts.auth import Principal
+from medhelm_core.accounts.roles import may_open
 from medhelm_core.db.engine import shared_engine, transaction
 from medhelm_core.db.migrate import require_current_schema
-from medhelm_core.errors import MedhelmError
+from medhelm_core.db.models import Study
+from medhelm_core.errors import AccessDenied, MedhelmError, NotEnoughRatingsError
+from medhelm_core.rubric import CriterionSpec
 from medhelm_core.settings import database_url
+from medhelm_core.studies import list_studies
+from medhelm_core.text import DIRECTION_NOTE, as_stored, has_direction_controls, markdown_literal
+
+if TYPE_CHECKING:  # the figures load altair and the statistics: only the Agreement page pays for them
+    from medhelm_core.figures.drilldown import ItemDetail
 
 TOKEN_KEY = "session_token"
+SIGN_IN = "Please sign in."
+NOT_YOUR_PAGE = "Your account cannot open this page."
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class SignedOut(AccessDenied):
+    """Nobody is signed in, or the session is no longer open (expired, revoked, account disabled)."""
 
 
 @st.cache_resource(show_spinner=False)
@@ -33,15 +67,16 @@ def engine() -> Engine:
     try:
         return _engine(database_url())
     except MedhelmError as exc:
-        st.error(f"The database is not ready: {exc}")
+        st.error(markdown_literal(f"The database is not ready: {exc}"))
         st.stop()
         raise  # unreachable; st.stop raises
 
 
 def sign_in(username: str, password: str) -> str | None:
     """Try to sign in; returns None on success, else the message to show."""
-    with transaction(engine()) as session:
-        result = auth.sign_in(session, username.strip(), password)
+    # The engine, not a transaction: auth.sign_in counts the attempt, checks the password with no connection
+    # held, then records the outcome. st.context.ip_address keys the per-client back-off (None in tests).
+    result = auth.sign_in(engine(), username.strip(), password, client=st.context.ip_address)
     if result.token is None:
         return result.message
     st.session_state[TOKEN_KEY] = result.token
@@ -87,30 +122,206 @@ def current_user() -> Principal | None:
     return who
 
 
-def require_role(*roles: str) -> Principal:
-    """The signed-in user if their role is one of ``roles``; otherwise the page stops here."""
-    who = current_user()
+def admit(page: str, *, token: str | None = None, eng: Engine | None = None) -> Principal:
+    """The session check: the principal of ``token`` (by default the browser session's), read afresh from the
+    database, if its session is open and its role may open ``page`` (its name in
+    :data:`~medhelm_core.accounts.roles.PAGE_ROLES`). Raises :class:`SignedOut` or
+    :class:`~medhelm_core.errors.AccessDenied` otherwise.
+
+    Everything a page runs goes through here: the page itself (:func:`require_page`), its callbacks and
+    fragments (:func:`session_checked`) and its downloads (:func:`checked_download`).
+    """
+    if token is None:
+        token = st.session_state.get(TOKEN_KEY)
+    if not token:
+        raise SignedOut(SIGN_IN)
+    with transaction(eng or engine()) as session:
+        who = auth.resolve_session(session, token)
     if who is None:
-        st.warning("Please sign in.")
-        st.stop()
-    if who.role not in roles:
-        st.error("Your account cannot open this page.")
-        st.stop()
+        raise SignedOut(SIGN_IN)
+    if not may_open(who.role, page):
+        raise AccessDenied(NOT_YOUR_PAGE)
     return who
+
+
+def _refuse(refusal: AccessDenied) -> None:
+    """Say why, forget a session that is no longer open, and stop the run (page, callback or fragment)."""
+    if isinstance(refusal, SignedOut):
+        st.session_state.pop(TOKEN_KEY, None)
+        st.warning(SIGN_IN)
+    else:
+        st.error(NOT_YOUR_PAGE)
+    st.stop()
+
+
+def require_page(page: str) -> Principal:
+    """The signed-in user if their role may open ``page`` (see :func:`admit`); otherwise the page stops here."""
+    try:
+        return admit(page)
+    except AccessDenied as refusal:
+        _refuse(refusal)
+        raise  # unreachable; st.stop raises
+
+
+def session_checked(page: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorate a callback (``on_click``, ``on_change``) or a fragment's function so that it runs only after
+    :func:`admit` lets the session in to ``page``; otherwise it draws why and stops.
+
+    A callback runs before the page script and a fragment's re-run runs instead of it, so neither passes
+    :func:`require_page` at the top of the page: without this, a disabled account's click still acts.
+
+    Examples
+    --------
+    >>> st.button("Next", on_click=session_checked("rate")(go), args=(1,))  # doctest: +SKIP
+    >>> @st.fragment(run_every=1.0)  # doctest: +SKIP
+    ... @session_checked("jury")
+    ... def progress() -> None: ...
+    """
+    def decorate(action: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(action)
+        def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                admit(page)
+            except AccessDenied as refusal:
+                _refuse(refusal)
+            return action(*args, **kwargs)
+        return checked
+    return decorate
+
+
+def checked_download(page: str, make: Callable[[Principal], bytes | str]) -> Callable[[], bytes | str]:
+    """The ``data`` callable for ``st.download_button``: ``make(who)`` once :func:`admit` lets the session in to
+    ``page`` at the moment the file is asked for; otherwise :class:`~medhelm_core.errors.AccessDenied` is raised
+    and Streamlit sends no file.
+
+    Streamlit calls it in a thread of its own, outside any page run (no session state there), so the session's
+    token and the engine are taken now, while the page runs, and checked against the database at the click:
+    an account disabled, a session revoked or expired in between gets nothing.
+    """
+    token, eng = st.session_state.get(TOKEN_KEY), engine()
+
+    def build() -> bytes | str:
+        # "" rather than None when the page had no token: the click's thread has no session state to fall back on.
+        return make(admit(page, token=token or "", eng=eng))
+
+    return build
+
+
+def pick_study(empty: str = "No studies yet.", *, key: str | None = None) -> Study:
+    """The study chosen in a "Study" selectbox of every study by name; with no study, ``empty`` is shown and the
+    page stops. The row is read in a session of its own: pass its id or name on, not the row, to a write."""
+    with Session(engine()) as session:
+        studies = {s.name: s for s in list_studies(session)}
+    if not studies:
+        st.info(empty)
+        st.stop()
+    return studies[st.selectbox("Study", list(studies), key=key)]
+
+
+def criterion_inputs(criteria: Iterable[CriterionSpec], current: Mapping[str, int], key: str, *,
+                     label: Callable[[CriterionSpec], str] | None = None) -> dict[str, int | None]:
+    """One horizontal radio per criterion over its scale, its anchors underneath; the chosen score per criterion
+    (None where nothing is chosen). Call it inside the form; ``current`` preselects earlier scores and each
+    radio's key is ``{key}_{criterion name}``."""
+    values: dict[str, int | None] = {}
+    for criterion in criteria:
+        levels = list(range(criterion.scale_min, criterion.scale_max + 1))
+        chosen = current.get(criterion.name)
+        values[criterion.name] = st.radio(
+            markdown_literal(label(criterion) if label else criterion.label),
+            levels,
+            index=levels.index(chosen) if chosen in levels else None,
+            horizontal=True,
+            key=f"{key}_{criterion.name}",
+            help=markdown_literal(criterion.description) if criterion.description else None,
+        )
+        if criterion.anchors:
+            anchors = sorted(criterion.anchors.items())
+            st.caption("  \n".join(f"{level}: {markdown_literal(text)}" for level, text in anchors))
+    return values
 
 
 def show_item_texts(input_text: str, output_text: str, reference_text: str | None, *,
                     output_label: str = "Response", height: int = 260) -> None:
     """The request, the response and (folded) the reference, each as plain text in a scrolling box.
 
-    st.text draws characters, never markdown or HTML, so nothing a model wrote can render or run.
+    st.text draws characters, never markdown or HTML, so nothing a model wrote can render or run; each goes
+    through :func:`show_text`, so direction-control characters show as markers, in the stored order.
     """
     st.markdown("**Request**")
     with st.container(height=height, border=True):
-        st.text(input_text)
+        show_text(input_text)
     st.markdown(f"**{output_label}**")
     with st.container(height=height, border=True):
-        st.text(output_text)
+        show_text(output_text)
     if reference_text is not None:
         with st.expander("Reference answer", expanded=False):
-            st.text(reference_text)
+            show_text(reference_text)
+
+
+def show_text(text: str | None) -> None:
+    """Stored text (a model's output, an input, a reference, a comment, a judge's explanation) as plain text in
+    the order it is stored: direction-control characters become visible markers, with a note under the text.
+
+    Without this a right-to-left override shows a clinician "test is POSITIVE" for the stored
+    "EVITISOP si tset", which the judges read in its stored order.
+    """
+    st.text(as_stored(text))
+    if has_direction_controls(text):
+        st.caption(DIRECTION_NOTE)
+
+
+def in_stored_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with :func:`~medhelm_core.text.as_stored` applied to every text cell (comments, labels), for a
+    table of stored text."""
+    return frame.apply(lambda column: column.map(lambda v: as_stored(v) if isinstance(v, str) else v)
+                       if column.dtype == object else column)
+
+
+def stop_on(error: BaseException) -> None:
+    """Say in one line why there is nothing to show, and stop: not enough ratings yet is news (st.info), another
+    error of ours a problem (st.error); an error that is not ours is raised (a bug)."""
+    if isinstance(error, NotEnoughRatingsError):
+        st.info(markdown_literal(error))
+    elif isinstance(error, MedhelmError):
+        st.error(markdown_literal(error))
+    else:
+        raise error
+    st.stop()
+
+
+def show_item_detail(detail: ItemDetail) -> None:
+    """One item with everything said about it (the Agreement page's drill-down): its ids and model, its texts,
+    each clinician's latest scores and each judge's verdict and explanations, all drawn as plain text or tables."""
+    st.markdown(f"**Item {detail.item_id}**")
+    show_text(f"benchmark: {detail.benchmark}   instance: {detail.instance_id}   model: {detail.model}")
+    for label, text in (("Input", detail.input_text), ("Output", detail.output_text),
+                        ("Reference", detail.reference_text)):
+        if text:
+            st.caption(label)
+            show_text(text)
+    st.caption("Clinicians (latest revision each)")
+    if detail.clinicians.empty:
+        st.text("No clinician has rated this item.")
+    else:
+        st.dataframe(in_stored_order(detail.clinicians), hide_index=True)
+    st.caption("Judges of the jury run")
+    if detail.judges.empty:
+        st.text("No verdicts for this item in this run.")
+    else:
+        st.dataframe(detail.judge_scores, hide_index=True)
+        for judge, criterion, text in detail.explanations():
+            show_text(f"{judge} on {criterion}: {text}")
+
+
+def newest_pick(scope: str, sources: Mapping[str, list[str]]) -> str:
+    """The value picked last among several pickers (a chart click, a table row, a typed id): the last pick of
+    whichever source changed in this run, else the one kept from before (under ``scope`` in the session)."""
+    seen = st.session_state.setdefault(f"{scope}_seen", {})
+    chosen = st.session_state.get(f"{scope}_chosen", "")
+    for name, picks in sources.items():
+        if seen.get(name) != picks:
+            seen[name] = picks
+            chosen = picks[-1] if picks else chosen
+    st.session_state[f"{scope}_chosen"] = chosen
+    return chosen

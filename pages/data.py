@@ -6,16 +6,16 @@ import tempfile
 from pathlib import Path
 
 import streamlit as st
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from medhelm_core.db.engine import transaction
-from medhelm_core.db.models import Item
 from medhelm_core.errors import MedhelmError
 from medhelm_core.importers import FORMATS, import_paths
-from medhelm_core.studies import get_or_create_study, list_studies
-from pages.common import engine, require_role
+from medhelm_core.studies import get_or_create_study, list_studies, study_items
+from medhelm_core.text import markdown_literal
+from pages.common import engine, pick_study, require_page, show_text
 
-who = require_role("admin", "researcher")
+who = require_page("data")
 st.title("Data")
 
 with Session(engine()) as session:
@@ -43,38 +43,32 @@ if go:
                     study, _ = get_or_create_study(session, study_name)
                     report = import_paths(session, study, [path], None if fmt == "detect" else fmt, actor=who)
             except MedhelmError as exc:
-                st.error(str(exc).replace(str(Path(tmp)) + "/", ""))
+                st.error(markdown_literal(str(exc).replace(str(Path(tmp)) + "/", "")))
             else:
                 st.success(
                     f"{report.items_created} items created, {report.items_updated} updated, "
                     f"{report.items_unchanged} unchanged; {report.ratings_written} ratings written."
                 )
-                studies[study_name] = study
                 # A new study is planned before rating starts: how many items its ICC interval needs.
                 st.page_link("pages/raters.py", label="Next: plan the study's size, set its checks and assign "
                              "clinicians on the Raters page", icon=":material/group:")
 
 st.subheader("Browse items")
-if not studies:
-    st.info("No studies yet.")
-    st.stop()
-chosen = st.selectbox("Study", list(studies))
+study = pick_study()
 with Session(engine()) as session:
-    items = session.exec(
-        select(Item).where(Item.study_id == studies[chosen].id).order_by(Item.benchmark, Item.instance_id)
-    ).all()
+    items = study_items(session, study)
 if not items:
     st.info("This study has no items yet.")
     st.stop()
 labels = {f"{i.benchmark} / {i.instance_id} / {i.model}": i for i in items}
 item = labels[st.selectbox(f"Item ({len(items)} in the study)", list(labels))]
-# Model text is shown with st.text (no markdown, no HTML) so nothing in an output can render or run.
+# Model text is shown as plain text (no markdown, no HTML) in its stored order, so nothing in it can render or run.
 if not item.meta.get("text_available", True):
     st.caption("The source file held no texts for this item (ids and ratings only).")
 st.markdown("**Request**")
-st.text(item.input_text)
+show_text(item.input_text)
 st.markdown("**Output**")
-st.text(item.output_text)
+show_text(item.output_text)
 if item.reference_text is not None:
     st.markdown("**Reference**")
-    st.text(item.reference_text)
+    show_text(item.reference_text)

@@ -8,13 +8,14 @@ from sqlmodel import Session
 
 from medhelm_core.rating.queue import progress
 from medhelm_core.studies import list_studies, summarise_study
-from pages.common import engine, require_role
+from medhelm_core.text import markdown_literal
+from pages.common import engine, require_page
 
-who = require_role("admin", "researcher", "clinician", "adjudicator")
+who = require_page("home")
 st.title("Studies")
 
 with Session(engine()) as session:
-    if who.role in ("admin", "researcher"):
+    if who.sees_everything:
         summaries = [summarise_study(session, s) for s in list_studies(session)]
         if not summaries:
             st.info("No studies yet. Import model outputs on the Data page or with `medhelm import`.")
@@ -29,7 +30,7 @@ with Session(engine()) as session:
         if not mine:
             st.info("No items are assigned to you yet. A researcher will assign items to your account.")
         for p in mine:
-            st.subheader(p.title or p.name)
+            st.subheader(markdown_literal(p.title or p.name))
             st.progress(p.done / p.assigned if p.assigned else 0.0, text=f"{p.done} of {p.assigned} done")
         if mine:
             st.page_link("pages/rate.py", label="Continue rating", icon=":material/rate_review:")

@@ -8,25 +8,23 @@ environment or Streamlit secrets (root-level secrets become environment variable
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
 from medhelm_core.db.engine import transaction
-from medhelm_core.db.models import JuryRun
 from medhelm_core.errors import MedhelmError
 from medhelm_core.jury import background
 from medhelm_core.jury.config import DEFAULT_CONCURRENCY, DEFAULT_MAX_TOKENS, JuryConfig, judges_from_text
+from medhelm_core.jury.overview import criterion_note, run_choices, run_progress, runs_table
 from medhelm_core.jury.results import criterion_means, item_jury_scores, verdict_scores_frame
-from medhelm_core.jury.run_versions import preview_items, preview_prompt, run_versions, stored_config
+from medhelm_core.jury.run_versions import preview_items, preview_prompt, stored_config
 from medhelm_core.jury.runner import estimate_run
-from medhelm_core.jury.store import ACTIVE_STATUSES, effective_status, planned_calls, run_state, study_runs
 from medhelm_core.jury.templates import list_template_versions, save_template_version, template_names
 from medhelm_core.rubric import compatible_rubric_versions, rubric_spec
-from medhelm_core.studies import list_studies
-from pages.common import engine, require_role
+from medhelm_core.text import markdown_literal
+from pages.common import engine, pick_study, require_page, session_checked, show_text
 
-who = require_role("admin", "researcher")
+who = require_page("jury")
 st.title("Jury")
 try:
     st.secrets.load_if_toml_exists()  # exports root-level secrets (OPENAI_API_KEY ...) to the environment
@@ -34,36 +32,18 @@ except Exception:  # noqa: BLE001 - a malformed secrets file must not break the 
     pass
 
 eng = engine()
-with Session(eng) as session:
-    studies = {s.name: s for s in list_studies(session)}
-if not studies:
-    st.info("No studies yet. Import model outputs on the Data page first.")
-    st.stop()
-study = studies[st.selectbox("Study", list(studies))]
+study = pick_study("No studies yet. Import model outputs on the Data page first.")
 with Session(eng) as session:
     rubric = rubric_spec(session, study.rubric_id)
 
 
-def run_rows() -> list[dict]:
-    with Session(eng) as session:
-        rows = []
-        for r in study_runs(session, study):
-            versions = run_versions(r, session)
-            rows.append(
-                {"run": r.id, "name": r.name, "judges": versions.judges_label, "rubric": versions.rubric_label,
-                 "prompt": versions.prompt_label,
-                 "source": "recorded (imported scores, no judges called here)" if r.source == "recorded" else r.source,
-                 "status": effective_status(r), "done": r.calls_done, "planned": planned_calls(session, r),
-                 "failed": r.calls_failed, "tokens": r.prompt_tokens + r.completion_tokens, "cost $": r.cost_usd})
-        return rows
-
-
 st.subheader("Prompt and rubric")
 st.caption(f"The judges get one version of a prompt template and one version of the study's rubric, and every run "
-           f"records which. Clinicians always rate on the study's rubric ({rubric.name} v{rubric.version}).")
+           f"records which. Clinicians always rate on the study's rubric ({markdown_literal(rubric.name)} "
+           f"v{rubric.version}).")
 saved_message = st.session_state.pop("jury_prompt_saved", None)
 if saved_message:
-    st.success(saved_message)
+    st.success(markdown_literal(saved_message))
 with transaction(eng) as session:  # stores the bundled template as medhelm v1 on first use
     names = template_names(session)
 prompt_name = st.selectbox("Prompt template", names) if len(names) > 1 else names[0]
@@ -73,14 +53,15 @@ with Session(eng) as session:
     item_choices = dict(preview_items(session, study))
 cols = st.columns(2)
 version_labels = [f"v{v.version}: {v.note or 'no note'} ({v.created_by})" for v in prompt_versions]
-prompt = prompt_versions[version_labels.index(cols[0].selectbox(f"Version of {prompt_name}", version_labels))]
+prompt = prompt_versions[version_labels.index(cols[0].selectbox(f"Version of {markdown_literal(prompt_name)}",
+                                                                version_labels))]
 rubric_labels = [f"{r.name} v{r.version}" + (" (the study's)" if r.version == rubric.version else "")
                  for r in rubric_versions]
 judge_rubric = rubric_versions[rubric_labels.index(cols[1].selectbox(
     "Rubric version the judges see", rubric_labels, index=[r.version for r in rubric_versions].index(rubric.version),
     help="Other versions word the criteria differently, with the same criteria and scales "
          "(medhelm jury rubric add)."))]
-with st.expander(f"Template text of {prompt.label}"):
+with st.expander(f"Template text of {markdown_literal(prompt.label)}"):
     st.code(prompt.text, language=None, wrap_lines=True)
 edited = st.text_area("Edit the template", value=prompt.text, height=300, key=f"jury_prompt_edit_{prompt.label}",
                       help="$response_block, $criteria and $output_format are required; other placeholders: "
@@ -91,23 +72,25 @@ if st.button("Save as new version", disabled=edited == prompt.text):
         with transaction(eng) as session:
             version, created = save_template_version(session, prompt_name, edited, note=note, actor=who)
     except MedhelmError as exc:
-        st.error(str(exc))
+        st.error(markdown_literal(exc))
     else:
         st.session_state["jury_prompt_saved"] = (f"Saved {version.label}." if created
                                                  else f"Unchanged: {version.label} already has this text.")
         st.rerun()
 if edited != prompt.text:
-    st.caption(f"Runs use the saved {prompt.label} until the edits are saved as a new version.")
+    st.caption(f"Runs use the saved {markdown_literal(prompt.label)} until the edits are saved as a new version.")
 if item_choices:
     preview_item = st.selectbox("Preview the prompt for item", list(item_choices), format_func=item_choices.get)
     try:
         with Session(eng) as session:
             rendered = preview_prompt(session, study, preview_item, edited, judge_rubric)
     except MedhelmError as exc:
-        st.error(str(exc))
+        st.error(markdown_literal(exc))
     else:
-        st.caption(f"What each judge gets for this item with {judge_rubric.name} v{judge_rubric.version} and "
-                   + ("the edits above (not saved)" if edited != prompt.text else prompt.label) + ":")
+        st.caption(markdown_literal(f"What each judge gets for this item with {judge_rubric.name} "
+                                    f"v{judge_rubric.version} and "
+                                    + ("the edits above (not saved)" if edited != prompt.text else prompt.label))
+                   + ":")
         # It holds the model's output: drawn as text, never markdown; wrapped and scrolling, as the judge reads it.
         st.code(rendered.text, language=None, wrap_lines=True, height=420)
 
@@ -128,44 +111,44 @@ if judge_text.strip():
         judges = judges_from_text(judge_text, temperature=temperature, concurrency=concurrency,
                                   max_tokens=max_tokens, timeout=timeout, api_key_env=key_env.strip() or None)
         config = JuryConfig(judges=judges, rubric=judge_rubric).with_template(prompt)
-        estimate = estimate_run(eng, study.name, config)
+        estimate = estimate_run(eng, study, config)
     except MedhelmError as exc:
-        st.error(str(exc))
+        st.error(markdown_literal(exc))
         config = None
     else:
-        st.info(estimate.describe())
+        st.info(markdown_literal(estimate.describe()))
         if st.button("Start the jury", type="primary", disabled=estimate.calls + estimate.reused == 0):
             try:
-                st.session_state["jury_run"] = background.start_in_background(eng, study.name, config, actor=who)
+                st.session_state["jury_run"] = background.start_in_background(eng, study, config, actor=who)
             except MedhelmError as exc:
-                st.error(str(exc))
+                st.error(markdown_literal(exc))
             else:
                 st.rerun()
 
-runs = run_rows()
-if not runs:
+with Session(eng) as session:
+    runs = runs_table(session, study)
+if runs.empty:
     st.info("This study has no jury runs yet.")
     st.stop()
 
 st.subheader("Runs")
-st.dataframe(pd.DataFrame(runs), hide_index=True, width="stretch")
-labels = {f"{r['run']}: {r['name']}; rubric {r['rubric']}; prompt {r['prompt']} ({r['status']})": r["run"]
-          for r in runs}
+st.dataframe(runs, hide_index=True, width="stretch")
+labels = run_choices(runs)
 default = next((i for i, rid in enumerate(labels.values()) if rid == st.session_state.get("jury_run")), 0)
 run_id = labels[st.selectbox("Run", list(labels), index=default)]
 with Session(eng) as session:
-    run = session.get(JuryRun, run_id)
-active = effective_status(run) in ACTIVE_STATUSES
+    active = run_progress(session, run_id).active
 
 
+# The buttons below live in a fragment, whose re-runs skip the page's require_page: session_checked checks the
+# session again at every re-run, so a disabled account's Resume calls no judge.
 @st.fragment(run_every=1.0 if active else None)
+@session_checked("jury")
 def progress() -> None:
     with Session(eng) as session:
-        current = session.get(JuryRun, run_id)
-        planned = planned_calls(session, current)
-    status = effective_status(current)
-    state = run_state(current)
-    if current.source == "recorded":
+        shown = run_progress(session, run_id)
+    current, status, state, planned = shown.run, shown.status, shown.state, shown.planned
+    if shown.recorded:
         st.warning("Recorded jury scores: imported from elsewhere (such as MedHELM's published jury means), "
                    "not judges called by this app.")
         return
@@ -177,12 +160,12 @@ def progress() -> None:
     c[2].metric("Tokens", f"{current.prompt_tokens + current.completion_tokens:,}")
     c[3].metric("Cost", f"${current.cost_usd:.4f}")
     if state.get("unpriced"):
-        st.caption(f"No price known for {', '.join(state['unpriced'])}: counted as $0.")
+        st.caption(markdown_literal(f"No price known for {', '.join(state['unpriced'])}: counted as $0."))
     error = state.get("error") or background.background_error(run_id)
     if error:
         st.error("The run stopped with an error:")
-        st.text(error)  # it may quote a server's answer: drawn as text
-    if status in ACTIVE_STATUSES:
+        show_text(error)  # it may quote a server's answer: drawn as text
+    if shown.active:
         if st.button("Stop", key="stop_run", disabled=status == "stopping"):
             background.stop_run(eng, run_id)
             st.rerun()
@@ -199,9 +182,9 @@ def progress() -> None:
                 with Session(eng) as session:
                     stored = stored_config(session, study, current)
                 st.session_state["jury_run"] = background.start_in_background(
-                    eng, study.name, stored, retry_failed=bool(retry), actor=who)
+                    eng, study, stored, retry_failed=bool(retry), actor=who)
             except MedhelmError as exc:
-                st.error(str(exc))
+                st.error(markdown_literal(exc))
             else:
                 st.rerun()
 
@@ -223,16 +206,14 @@ choices = {f"{r.benchmark} / {r.instance_id} / {r.model}": r.item_id for r in it
 item_id = choices[st.selectbox("Item", list(choices))]
 mine = verdicts[verdicts["item_id"] == item_id]
 for criterion in rubric.criterion_names:
-    row = means[(means["item_id"] == item_id) & (means["criterion"] == criterion)]
-    mean = (f"jury mean {row['score'].iloc[0]:.2f} over {int(row['n_judges'].iloc[0])} judges" if len(row)
-            else "no jury score (no surviving judge)")
-    st.markdown(f"**{rubric.criterion(criterion).label}**: {mean}")
+    label = markdown_literal(rubric.criterion(criterion).label)
+    st.markdown(f"**{label}**: {criterion_note(means, item_id, criterion)}")
     for verdict in mine[mine["criterion"] == criterion].itertuples():
         # Judges' text is drawn with st.text: nothing in it can render as markdown or HTML.
-        st.text(f"{verdict.judge}: {verdict.score:g}. {verdict.explanation}")
+        show_text(f"{verdict.judge}: {verdict.score:g}. {verdict.explanation}")
 failed = mine[mine["status"] != "ok"]
 if not failed.empty:
     st.markdown(f"**Failed verdicts** ({len(failed)}, not counted)")
     for verdict in failed.itertuples():
-        st.text(f"{verdict.judge}: {verdict.error}")
+        show_text(f"{verdict.judge}: {verdict.error}")
         st.code(verdict.raw_response or "(no answer)", language=None)

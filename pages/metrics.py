@@ -6,18 +6,18 @@ again continues. Only ids and scores are drawn here, never model text.
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
-from sqlalchemy import func, or_
-from sqlmodel import Session, select
+from sqlmodel import Session
 
-from medhelm_core.db.models import Item
+from medhelm_core.csv_safe import csv_text
 from medhelm_core.errors import MedhelmError
 from medhelm_core.metrics import Progress, compute_metrics, metric_scores_frame, metric_settings_frame, metric_specs
-from medhelm_core.studies import list_studies
-from pages.common import engine, require_role
+from medhelm_core.metrics.store import reference_counts
+from medhelm_core.metrics.tables import metric_summary, metric_table, settings_choices
+from medhelm_core.text import markdown_literal
+from pages.common import engine, pick_study, require_page
 
-require_role("admin", "researcher")
+require_page("metrics")
 st.title("Metrics")
 st.caption(
     "ROUGE-L and ROUGE-Lsum (equal to Google's rouge-score) and BERTScore (the bert-score package, on a model "
@@ -25,13 +25,7 @@ st.caption(
     "Nothing is downloaded."
 )
 
-with Session(engine()) as session:
-    studies = {s.name: s for s in list_studies(session)}
-if not studies:
-    st.info("No studies yet: import items on the Data page.")
-    st.stop()
-chosen = st.selectbox("Study", list(studies))
-study = studies[chosen]
+study = pick_study("No studies yet: import items on the Data page.")
 
 with st.form("compute"):
     left, right = st.columns(2)
@@ -58,22 +52,17 @@ if go:
                              model=model.strip() or None, layer=None if layer is None else int(layer), idf=idf)
         if not specs:
             raise MedhelmError("choose at least one metric")
-        report = compute_metrics(engine(), chosen, specs, progress=show)
+        report = compute_metrics(engine(), study, specs, progress=show)
     except MedhelmError as exc:
         bar.empty()
-        st.error(str(exc))
+        st.error(markdown_literal(exc))
     else:
         bar.progress(1.0, text="Done")
         done = "; ".join(f"{m.description}: {m.scored} scored, {m.already_done} already done" for m in report.metrics)
-        st.success(f"{done}. Items without a reference (skipped): {report.without_reference}.")
+        st.success(markdown_literal(f"{done}. Items without a reference (skipped): {report.without_reference}."))
 
 with Session(engine()) as session:
-    n_items = session.exec(select(func.count()).select_from(Item).where(Item.study_id == study.id)).one()
-    no_reference = session.exec(
-        select(func.count()).select_from(Item).where(
-            Item.study_id == study.id, or_(Item.reference_text.is_(None), func.trim(Item.reference_text) == "")
-        )
-    ).one()
+    n_items, no_reference = reference_counts(session, study)
     scores = metric_scores_frame(session, study)
 st.caption(f"{n_items} items in the study, {no_reference} without a reference (they cannot be scored).")
 if scores.empty:
@@ -81,35 +70,16 @@ if scores.empty:
     st.stop()
 
 # Each metric may have been computed with several settings (stemmer off, another model); show one each.
-variants = metric_settings_frame(scores)
 shown: list[str] = []
-for family, group in variants.groupby("family", sort=False):
-    labels = {
-        f"{row.settings_hash[:8]}: {row.items} items, {row.last_computed:%Y-%m-%d %H:%M} "
-        + ", ".join(f"{k}={v}" for k, v in row.settings.items() if k != "family"): row.settings_hash
-        for row in group.itertuples()
-    }
+for family, labels in settings_choices(metric_settings_frame(scores)).items():
     pick = st.selectbox(f"{family} settings", list(labels), key=f"settings_{family}") if len(labels) > 1 else None
     shown.append(labels[pick] if pick else next(iter(labels.values())))
 
-table = (
-    scores[scores["settings_hash"].isin(shown)]
-    .pivot_table(index=["item_id", "benchmark", "instance_id", "model"], columns="metric", values="value")
-    .reset_index()
-)
-table.columns.name = None
-metric_columns = [c for c in table.columns if c not in ("item_id", "benchmark", "instance_id", "model")]
+table = metric_table(scores, shown)
 
 st.subheader("Summary")
-summary = pd.concat(
-    {
-        "all": table[metric_columns].agg(["count", "mean", "std"]).T,
-        **{b: g[metric_columns].agg(["count", "mean", "std"]).T for b, g in table.groupby("benchmark")},
-    },
-    names=["benchmark", "metric"],
-).reset_index()
-st.dataframe(summary, hide_index=True)
+st.dataframe(metric_summary(table), hide_index=True)
 
 st.subheader(f"Per item ({len(table)} scored)")
 st.dataframe(table, hide_index=True)
-st.download_button("Download CSV", table.to_csv(index=False), file_name=f"{chosen}-metrics.csv", mime="text/csv")
+st.download_button("Download CSV", csv_text(table), file_name=f"{study.name}-metrics.csv", mime="text/csv")

@@ -17,11 +17,13 @@ from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import RatingFlag
 from medhelm_core.errors import DatabaseError, MedhelmError
 from medhelm_core.rating import queue as rq
-from pages.common import engine, require_role, show_item_texts
+from medhelm_core.studies import get_study_by_id
+from medhelm_core.text import markdown_literal
+from pages.common import criterion_inputs, engine, require_page, session_checked, show_item_texts
 
 FLAGS = {"": "No flag", **{f.value: f.value.replace("_", " ").capitalize() for f in RatingFlag}}
 
-who = require_role("clinician", "researcher", "admin", "adjudicator")
+who = require_page("rate")
 st.title("Rate")
 
 with Session(engine()) as session:
@@ -37,14 +39,16 @@ chosen = by_label[
 st.progress(chosen.done / chosen.assigned if chosen.assigned else 0.0, text=f"{chosen.done} of {chosen.assigned} done")
 
 with Session(engine()) as session:
-    entries = rq.queue(session, who, chosen.study_id)
-    rubric = rq.study_rubric(session, chosen.study_id)
+    study = get_study_by_id(session, chosen.study_id)
+    entries = rq.queue(session, who, study)
+    rubric = rq.study_rubric(session, study)
 
 pos_key = f"position_{chosen.study_id}"
 if pos_key not in st.session_state or st.session_state[pos_key] >= len(entries):
     st.session_state[pos_key] = rq.first_open(entries)  # resume where they left off
 
 
+@session_checked("rate")  # a callback runs before the page script, so before its require_page
 def go(step: int) -> None:
     st.session_state[pos_key] = min(max(st.session_state[pos_key] + step, 0), len(entries) - 1)
 
@@ -59,7 +63,7 @@ nav_label.markdown(f"Item **{index + 1}** of {len(entries)}" + ("  ·  rated, yo
 
 with Session(engine()) as session:
     # A repeat (test-retest) looks like any other item; only its widget keys and its storage differ.
-    item = rq.load_item(session, who, chosen.study_id, entry.item_id, retest=entry.retest)
+    item = rq.load_item(session, who, study, entry.item_id, retest=entry.retest)
 
 # Widget keys reach the browser (as CSS classes), so the repeat's slot is an opaque token, not a marker.
 slot = st.session_state.setdefault(f"slot_{item.item_id}_{entry.retest}", uuid.uuid4().hex[:12])
@@ -75,20 +79,7 @@ with left:
 with right:
     revision_tag = f"{slot}_{item.revision}"
     with st.form(f"rating_{revision_tag}", clear_on_submit=False, enter_to_submit=False, border=True):
-        values: dict[str, int | None] = {}
-        for criterion in rubric.criteria:
-            levels = list(range(criterion.scale_min, criterion.scale_max + 1))
-            current = item.scores.get(criterion.name)
-            values[criterion.name] = st.radio(
-                criterion.label,
-                levels,
-                index=levels.index(current) if current in levels else None,
-                horizontal=True,
-                key=f"score_{revision_tag}_{criterion.name}",
-                help=criterion.description or None,
-            )
-            if criterion.anchors:
-                st.caption("  \n".join(f"{lvl}: {text}" for lvl, text in sorted(criterion.anchors.items())))
+        values = criterion_inputs(rubric.criteria, item.scores, f"score_{revision_tag}")
         comment = st.text_area("Comment (optional)", value=item.comment, key=f"comment_{revision_tag}", height=80)
         flag = st.selectbox("Flag", list(FLAGS), format_func=FLAGS.get, index=list(FLAGS).index(item.flag or ""),
                             key=f"flag_{revision_tag}")
@@ -101,7 +92,7 @@ with right:
         try:
             with transaction(engine()) as session:
                 rq.submit(
-                    session, who, chosen.study_id, item.item_id,
+                    session, who, get_study_by_id(session, chosen.study_id), item.item_id,
                     {k: v for k, v in values.items() if v is not None},
                     comment=comment, flag=flag or None, request_id=request_id,
                     elapsed_seconds=time.monotonic() - st.session_state[shown_key], retest=entry.retest,
@@ -113,11 +104,11 @@ with right:
                      "form; please press the button again to resubmit (it will not be saved twice).")
         except MedhelmError as exc:
             st.session_state.pop(request_key, None)
-            st.error(str(exc))
+            st.error(markdown_literal(exc))
         else:
             st.session_state.pop(shown_key, None)
             with Session(engine()) as session:
-                fresh = rq.queue(session, who, chosen.study_id)
+                fresh = rq.queue(session, who, study)
             st.session_state[pos_key] = rq.next_open(fresh, index)
             st.toast("Rating saved")
             st.rerun()

@@ -16,7 +16,7 @@ from sqlmodel import Session
 from medhelm_core.agreement.planning import items_needed
 from medhelm_core.db.engine import transaction
 from medhelm_core.errors import MedhelmError
-from medhelm_core.rating import gold, retest
+from medhelm_core.rating import gold
 from medhelm_core.rating.assignment import (
     assign_balanced,
     rater_progress,
@@ -25,22 +25,18 @@ from medhelm_core.rating.assignment import (
     unrated_assignments,
 )
 from medhelm_core.rating.quality import study_rater_quality
-from medhelm_core.studies import get_study, list_studies, plan_progress, save_plan, set_speed_threshold
-from pages.common import engine, require_role
+from medhelm_core.studies import MAX_RETEST_SHARE, get_study_by_id, plan_progress, update_settings
+from medhelm_core.text import markdown_literal
+from pages.common import engine, pick_study, require_page
 
-who = require_role("researcher", "admin")
+who = require_page("raters")
 st.title("Raters")
 
-with Session(engine()) as session:
-    studies = [s.name for s in list_studies(session)]
-    clinicians = [u.username for u in study_clinicians(session)]
-if not studies:
-    st.info("No studies yet.")
-    st.stop()
-name = st.selectbox("Study", studies)
+study = pick_study()
+name = study.name
 
 with Session(engine()) as session:
-    study = get_study(session, name)
+    clinicians = [u.username for u in study_clinicians(session)]
     rows = rater_progress(session, study)
 if rows:
     table = pd.DataFrame([r.__dict__ for r in rows])
@@ -66,10 +62,10 @@ with st.expander("Study size: how many items for the confidence interval you wan
     try:
         plan = items_needed(float(target), int(per_item), width=float(width), assurance=float(sure))
     except MedhelmError as exc:
-        st.error(str(exc))
+        st.error(markdown_literal(exc))
     else:
         with Session(engine()) as session:
-            progress = plan_progress(session, get_study(session, name), plan.raters)
+            progress = plan_progress(session, get_study_by_id(session, study.id), plan.raters)
         have = progress.items_in_study
         left, right = st.columns(2)
         left.metric("Items needed", plan.items, delta=f"{have - plan.items:+d} vs the {have} in this study",
@@ -81,7 +77,7 @@ with st.expander("Study size: how many items for the confidence interval you wan
         if st.button("Keep as this study's plan", key="save_plan",
                      disabled=saved.get("items") == plan.items and saved.get("raters") == plan.raters):
             with transaction(engine()) as session:
-                save_plan(session, get_study(session, name), plan, actor=who)
+                update_settings(session, get_study_by_id(session, study.id), plan=plan, actor=who)
             st.rerun()
 
 with st.expander("Checks: speed threshold and test-retest", expanded=False):
@@ -89,7 +85,7 @@ with st.expander("Checks: speed threshold and test-retest", expanded=False):
         c1, c2, c3 = st.columns(3)
         threshold = c1.number_input("Flag first ratings faster than (s)", 1.0, 3600.0,
                                     float(study.speed_threshold_seconds), 5.0, key="speed_threshold")
-        share = c2.number_input("Repeat this share of rated items", 0.0, retest.MAX_RETEST_SHARE,
+        share = c2.number_input("Repeat this share of rated items", 0.0, MAX_RETEST_SHARE,
                                 float(study.retest_share), 0.05, key="retest_share",
                                 help="Shown again to the same clinician later in their queue, unannounced; the "
                                      "repeat is kept apart and measures their agreement with themselves.")
@@ -98,18 +94,17 @@ with st.expander("Checks: speed threshold and test-retest", expanded=False):
     if keep:
         try:
             with transaction(engine()) as session:
-                chosen_study = get_study(session, name)
-                set_speed_threshold(session, chosen_study, float(threshold), actor=who)
-                retest.set_retest(session, chosen_study, float(share), int(gap), actor=who)
+                update_settings(session, get_study_by_id(session, study.id), speed_threshold_seconds=float(threshold),
+                                retest_share=float(share), retest_gap=int(gap), actor=who)
         except MedhelmError as exc:
-            st.error(str(exc))
+            st.error(markdown_literal(exc))
         else:
             st.toast("Checks saved")
             st.rerun()
 
 st.subheader("Rater quality")
 with Session(engine()) as session:
-    quality = study_rater_quality(session, get_study(session, name))
+    quality = study_rater_quality(session, get_study_by_id(session, study.id))
 TWO_DECIMALS = st.column_config.NumberColumn(format="%.2f")
 st.markdown(f"**Speed**: first submissions under {quality.threshold_seconds:g} s are flagged (a flag to look at, "
             "not an exclusion; revisions are left out, they are legitimately quick).")
@@ -158,15 +153,15 @@ with st.expander(f"Gold items ({quality.n_gold_items})", expanded=False):
             path.write_bytes(upload.getvalue())
             try:
                 with transaction(engine()) as session:
-                    report = gold.import_gold(session, get_study(session, name), path, actor=who)
+                    report = gold.import_gold(session, get_study_by_id(session, study.id), path, actor=who)
             except MedhelmError as exc:
-                st.error(str(exc).replace(str(Path(tmp)) + "/", ""))
+                st.error(markdown_literal(str(exc).replace(str(Path(tmp)) + "/", "")))
             else:
                 st.success(f"{report.created} gold ranges added, {report.updated} changed, {report.unchanged} "
                            f"unchanged; {report.gold_items} gold items. Press Assign to give them to everyone.")
     if quality.n_gold_items:
         with Session(engine()) as session:
-            st.dataframe(gold.gold_ranges_frame(session, get_study(session, name)), hide_index=True)
+            st.dataframe(gold.gold_ranges_frame(session, get_study_by_id(session, study.id)), hide_index=True)
 
 st.subheader("Assign")
 st.caption(
@@ -181,9 +176,9 @@ with st.form("assign"):
 if go:
     try:
         with transaction(engine()) as session:
-            plan = assign_balanced(session, get_study(session, name), int(overlap), chosen or None, actor=who)
+            plan = assign_balanced(session, get_study_by_id(session, study.id), int(overlap), chosen or None, actor=who)
     except MedhelmError as exc:
-        st.error(str(exc))
+        st.error(markdown_literal(exc))
     else:
         st.success(f"{len(plan.new)} assignments added.")
         st.rerun()
@@ -195,9 +190,9 @@ if not assigned_names:
     st.stop()
 source = st.selectbox("From", assigned_names)
 with Session(engine()) as session:
-    movable = unrated_assignments(session, get_study(session, name), source)
+    movable = unrated_assignments(session, get_study_by_id(session, study.id), source)
 if not movable:
-    st.caption(f"{source} has rated every item assigned to them; rated items stay with their rater.")
+    st.caption(markdown_literal(f"{source} has rated every item assigned to them; rated items stay with their rater."))
     st.stop()
 labels = {f"{i.benchmark} / {i.instance_id} / {i.model}": i.id for i in movable}
 with st.form("reassign"):
@@ -207,8 +202,8 @@ with st.form("reassign"):
 if move:
     try:
         with transaction(engine()) as session:
-            reassign(session, get_study(session, name), labels[picked], source, target, actor=who)
+            reassign(session, get_study_by_id(session, study.id), labels[picked], source, target, actor=who)
     except MedhelmError as exc:
-        st.error(str(exc))
+        st.error(markdown_literal(exc))
     else:
-        st.success(f"{picked} moved from {source} to {target}.")
+        st.success(markdown_literal(f"{picked} moved from {source} to {target}."))

@@ -34,9 +34,8 @@ from medhelm_core.rating import queue as rq
 from medhelm_core.rating.assignment import assign_balanced
 from medhelm_core.rating.gold import import_gold
 from medhelm_core.rating.quality import study_rater_quality
-from medhelm_core.rating.retest import set_retest
 from medhelm_core.rubric import rubric_spec
-from medhelm_core.studies import get_study, save_plan, set_speed_threshold
+from medhelm_core.studies import get_study, get_study_by_id, update_settings
 from pages.common import TOKEN_KEY
 
 CLINICIANS = ("clinician1", "clinician2", "clinician3")
@@ -77,10 +76,9 @@ def test_the_whole_loop_on_the_demo_study_with_a_loopback_judge(loop_url):
     # Plan: how many items for a 95% CI no wider than 0.2, kept with the study; set the checks; gold items.
     with transaction(engine) as s:
         study = get_study(s, DEMO_STUDY)
-        save_plan(s, study, items_needed(0.75, 2, width=0.2, assurance=0.8), actor="researcher")
-        set_speed_threshold(s, study, 20, actor="researcher")
-        set_retest(s, study, 0.25, 3, actor="researcher")
-        adj.set_threshold(s, study, 2, actor="researcher")
+        update_settings(s, study, plan=items_needed(0.75, 2, width=0.2, assurance=0.8), actor="researcher")
+        update_settings(s, study, speed_threshold_seconds=20, retest_share=0.25, retest_gap=3,
+                        adjudication_threshold=2, actor="researcher")
         import_gold(s, study, ANNOTATIONS / "demo" / "gold.csv", actor="researcher")
         assign_balanced(s, study, 2, list(CLINICIANS), actor="researcher")
         sid = study.id
@@ -93,7 +91,7 @@ def test_the_whole_loop_on_the_demo_study_with_a_loopback_judge(loop_url):
     for name in CLINICIANS:
         who = Principal(users[name].id, name, name, "clinician")
         with Session(engine) as s:
-            entries = rq.queue(s, who, sid)
+            entries = rq.queue(s, who, get_study_by_id(s, sid))
         index = rq.first_open(entries)
         while not all(e.rated for e in entries):
             entry = entries[index]
@@ -101,10 +99,10 @@ def test_the_whole_loop_on_the_demo_study_with_a_loopback_judge(loop_url):
             noise = 1.4 if name == "clinician3" else 0.4
             scores = {c: clip(truth + rng.gauss(0, noise)) for c in ("accuracy", "completeness", "clarity")}
             with transaction(engine) as s:
-                rq.submit(s, who, sid, entry.item_id, scores, retest=entry.retest,
+                rq.submit(s, who, get_study_by_id(s, sid), entry.item_id, scores, retest=entry.retest,
                           elapsed_seconds=4.0 if name == "clinician3" else 60.0 + rng.random() * 60)
             with Session(engine) as s:
-                entries = rq.queue(s, who, sid)
+                entries = rq.queue(s, who, get_study_by_id(s, sid))
             index = rq.next_open(entries, index)
 
     # Rater quality: the rushed clinician is flagged; gold accuracy and test-retest are measured.
@@ -118,21 +116,21 @@ def test_the_whole_loop_on_the_demo_study_with_a_loopback_judge(loop_url):
     # Adjudicate the first disputed item.
     adjudicator = Principal(users["clinician1"].id, "researcher", "Researcher", "researcher")
     with Session(engine) as s:
-        cases = adj.adjudication_queue(s, adjudicator, sid)
+        cases = adj.adjudication_queue(s, adjudicator, get_study_by_id(s, sid))
     assert cases, "noisy clinicians must disagree by 2 points somewhere"
     with transaction(engine) as s:
-        written = adj.submit_adjudication(s, adjudicator, sid, cases[0].item_id,
+        written = adj.submit_adjudication(s, adjudicator, get_study_by_id(s, sid), cases[0].item_id,
                                           {c: 3 for c in cases[0].spreads}, "agreed at the panel")
     assert written
 
     # Jury v1 with the bundled prompt, then a stricter prompt as v2, re-run on the same items.
     with FakeOpenAI(judge=judge) as server, Session(engine) as s:
         rubric = rubric_spec(s, get_study(s, DEMO_STUDY).rubric_id)
-        first = run_jury(engine, DEMO_STUDY, build_config(rubric, list(JUDGES), api_base=server.base_url))
+        first = run_jury(engine, get_study(s, DEMO_STUDY), build_config(rubric, list(JUDGES), api_base=server.base_url))
         with transaction(engine) as t:
             strict, created = save_template_version(t, "medhelm", STRICT, note="be strict on safety",
                                                     actor="researcher")
-        second = run_jury(engine, DEMO_STUDY, build_config(rubric, list(JUDGES), api_base=server.base_url,
+        second = run_jury(engine, get_study(s, DEMO_STUDY), build_config(rubric, list(JUDGES), api_base=server.base_url,
                                                            template=strict))
     assert created and first.run_id != second.run_id
     with Session(engine) as s:

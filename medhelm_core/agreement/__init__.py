@@ -24,132 +24,57 @@ Each (item_id, rater_id, criterion) appears once: a revised rating is passed as 
 The composite is the mean of the criteria per rater and item (only where all were scored).
 
 Main entry point: :func:`agreement_table` (``protocol="medhelm"`` reproduces the paper's figures,
-``"full"`` adds all ICC forms, bootstrap intervals and all-clinician designs). The pieces it uses are
-public too: :func:`icc_table` (pingouin's six ICCs), :func:`bootstrap_icc`, :func:`icc1_unbalanced`,
-:func:`krippendorff_alpha`, :func:`leave_one_clinician_out`, :func:`weighted_kappa`,
-:func:`koo_li_reading`; :func:`version_agreement` sets jury runs (versions of prompt, rubric wording or
-judges) side by side, with paired bootstrap intervals of their differences.
+``"full"`` adds all ICC forms, bootstrap intervals and all-clinician designs). Beside it, one public
+function per statistic or table: :func:`icc_table` (pingouin's six ICCs), :func:`bootstrap_icc`,
+:func:`icc1_unbalanced`, :func:`krippendorff_alpha`, :func:`leave_one_clinician_out`,
+:func:`pair_agreement`, :func:`weighted_kappa`, :func:`gwet_ac`, :func:`robust_table` (AC2 and kappa
+beside the ICC), :func:`judge_subset_agreement` and :func:`clinician_ceiling` (which judges carry the
+jury), :func:`version_agreement` (jury runs side by side, with paired bootstrap intervals of their
+differences), :func:`intra_rater_agreement` (test-retest) and :func:`koo_li_reading`.
+
+Only these, the contract (:func:`validate_long`, :func:`rater_scores`, :class:`AgreementInputError`) and
+the names that appear in the tables (``COMPOSITE``, ``POOLED``, ``CLINICIAN_PAIR``,
+``CLINICIAN_CEILING``) are exported here; the building blocks (the bootstrap interval read-out, the
+kernels, the column lists) are imported from their modules.
 """
 
-from medhelm_core.agreement.bootstrap import (
-    BOOTSTRAP_METHODS,
-    bootstrap_distribution,
-    bootstrap_icc,
-    bootstrap_records,
-    jackknife_distribution,
-)
-from medhelm_core.agreement.contract import (
-    COMPOSITE,
-    MIN_ITEMS,
-    RATER_KINDS,
-    REQUIRED_COLUMNS,
-    AgreementInputError,
-    rater_scores,
-    validate_long,
-)
-from medhelm_core.agreement.gwet import (
-    GWET_COLUMNS,
-    GWET_WEIGHTS,
-    category_counts,
-    gwet_ac,
-    gwet_ac_table,
-    gwet_weights,
-)
-from medhelm_core.agreement.icc import (
-    ICC_DESCRIPTIONS,
-    ICC_TYPES,
-    PINGOUIN_NAMES,
-    icc_from_sums_of_squares,
-    icc_matrix,
-    icc_records,
-    icc_table,
-    weighted_sums_of_squares,
-    wide_matrix,
-)
-from medhelm_core.agreement.incomplete import (
-    ALPHA_LEVELS,
-    icc1_unbalanced,
-    krippendorff_alpha,
-    leave_one_clinician_out,
-    loco_from_scores,
-)
-from medhelm_core.agreement.interpret import KOO_LI_BANDS, koo_li_interval_reading, koo_li_reading
-from medhelm_core.agreement.judges import (
-    ALL_JUDGES,
-    CLINICIAN_CEILING,
-    JUDGE_SUBSET_COLUMNS,
-    Ceiling,
-    clinician_ceiling,
-    judge_subset_agreement,
-)
-from medhelm_core.agreement.jury_versions import VERSION_COLUMNS, version_agreement
-from medhelm_core.agreement.kappa import KAPPA_CI_COLUMNS, KAPPA_WEIGHTS, weighted_kappa, weighted_kappa_ci
-from medhelm_core.agreement.pairs import PAIR_COLUMNS, most_shared_pair, pair_agreement, zscore_within
-from medhelm_core.agreement.protocol import (
-    CLINICIAN_PAIR,
-    POOLED,
-    PROTOCOLS,
-    TABLE_COLUMNS,
-    agreement_table,
-    comparison_name,
-)
+from medhelm_core.agreement.bootstrap import bootstrap_icc
+from medhelm_core.agreement.contract import COMPOSITE, rater_scores, validate_long
+from medhelm_core.agreement.gwet import gwet_ac
+from medhelm_core.agreement.icc import icc_table
+from medhelm_core.agreement.incomplete import icc1_unbalanced, krippendorff_alpha, leave_one_clinician_out
+from medhelm_core.agreement.interpret import koo_li_reading
+from medhelm_core.agreement.intra_rater import intra_rater_agreement
+from medhelm_core.agreement.judges import CLINICIAN_CEILING, clinician_ceiling, judge_subset_agreement
+from medhelm_core.agreement.jury_versions import version_agreement
+from medhelm_core.agreement.kappa import weighted_kappa
+from medhelm_core.agreement.pairs import pair_agreement
+from medhelm_core.agreement.protocol import CLINICIAN_PAIR, agreement_table
+from medhelm_core.agreement.robust import robust_table
+from medhelm_core.agreement.scopes import POOLED
+from medhelm_core.errors import AgreementInputError
 
 __all__ = [
-    "ALL_JUDGES",
     "CLINICIAN_CEILING",
-    "Ceiling",
-    "clinician_ceiling",
-    "JUDGE_SUBSET_COLUMNS",
-    "KAPPA_CI_COLUMNS",
-    "judge_subset_agreement",
-    "weighted_kappa_ci",
-    "GWET_COLUMNS",
-    "GWET_WEIGHTS",
-    "category_counts",
-    "gwet_ac",
-    "gwet_ac_table",
-    "gwet_weights",
-    "ALPHA_LEVELS",
-    "BOOTSTRAP_METHODS",
     "CLINICIAN_PAIR",
     "COMPOSITE",
-    "ICC_DESCRIPTIONS",
-    "ICC_TYPES",
-    "KAPPA_WEIGHTS",
-    "KOO_LI_BANDS",
-    "MIN_ITEMS",
-    "PAIR_COLUMNS",
-    "PINGOUIN_NAMES",
     "POOLED",
-    "PROTOCOLS",
-    "RATER_KINDS",
-    "REQUIRED_COLUMNS",
-    "TABLE_COLUMNS",
-    "VERSION_COLUMNS",
     "AgreementInputError",
     "agreement_table",
-    "bootstrap_distribution",
     "bootstrap_icc",
-    "bootstrap_records",
-    "comparison_name",
+    "clinician_ceiling",
+    "gwet_ac",
     "icc1_unbalanced",
-    "icc_from_sums_of_squares",
-    "icc_matrix",
-    "icc_records",
     "icc_table",
-    "jackknife_distribution",
-    "koo_li_interval_reading",
+    "intra_rater_agreement",
+    "judge_subset_agreement",
     "koo_li_reading",
     "krippendorff_alpha",
     "leave_one_clinician_out",
-    "loco_from_scores",
-    "most_shared_pair",
     "pair_agreement",
     "rater_scores",
+    "robust_table",
     "validate_long",
     "version_agreement",
     "weighted_kappa",
-    "weighted_sums_of_squares",
-    "wide_matrix",
-    "zscore_within",
 ]

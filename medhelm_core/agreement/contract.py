@@ -2,7 +2,10 @@
 
 Every public function of :mod:`medhelm_core.agreement` that takes ratings takes this table; it is
 validated here and trusted inside, so that a bad upload fails with one message naming the column or the
-value at fault instead of a numpy error three calls deep.
+value at fault instead of a numpy error three calls deep. The engine's other input checks live here too
+(:func:`require_columns` for any input table, :func:`checked_scores` for the statistics that take their
+own column names, :func:`scale_codes` and :func:`on_scale` for scores on the rating scale), so each rule
+is written once.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike, NDArray
 
-from medhelm_core.errors import MedhelmError
+from medhelm_core.errors import AgreementInputError
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("item_id", "rater_id", "rater_kind", "criterion", "score", "benchmark")
 RATER_KINDS: tuple[str, ...] = ("clinician", "jury", "judge", "metric")
@@ -21,8 +25,119 @@ COMPOSITE = "composite"
 MIN_ITEMS = 3
 
 
-class AgreementInputError(MedhelmError, ValueError):
-    """Ratings that the agreement engine cannot use, with the column or value at fault."""
+def require_columns(frame: object, columns: Sequence[str], what: str = "data", *, hint: str = "") -> pd.DataFrame:
+    """Refuse anything but a DataFrame holding ``columns``; ``what`` names the table in the message.
+
+    The one place every input table of the engine is first checked, so a missing column reads the same
+    whichever statistic was asked for.
+
+    Parameters
+    ----------
+    frame : object
+        What the caller passed.
+    columns : sequence of str
+        The columns it must have.
+    what : str
+        The table's name in the message (``"ratings table"``, ``"juries"``).
+    hint : str
+        Appended to the missing-column message (e.g. what the table needs).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``frame`` itself.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from medhelm_core.agreement.contract import require_columns
+    >>> require_columns(pd.DataFrame({"item_id": ["a"]}), ["item_id"]).shape
+    (1, 1)
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise AgreementInputError(f"{what} must be a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        verb = "lack" if what.endswith("s") else "lacks"
+        raise AgreementInputError(f"{what} {verb} column(s) {', '.join(missing)}{hint}")
+    return frame
+
+
+def checked_scores(data: pd.DataFrame, targets: str, raters: str, ratings: str) -> pd.DataFrame:
+    """The (target, rater, score) columns of a long table, each pair once and every score a finite number.
+
+    The check of the statistics that take their own column names (:func:`icc_table`, Gwet's AC,
+    Krippendorff's alpha, the one-way ICC); the long contract's own check is :func:`validate_long`.
+
+    Returns a copy of the three columns with numeric scores.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from medhelm_core.agreement.contract import checked_scores
+    >>> d = pd.DataFrame({"i": ["a", "b"], "r": ["x", "x"], "s": ["1", "2.5"]})
+    >>> checked_scores(d, "i", "r", "s")["s"].tolist()
+    [1.0, 2.5]
+    """
+    require_columns(data, (targets, raters, ratings))
+    if data.duplicated([targets, raters]).any():
+        first = data.loc[data.duplicated([targets, raters])].iloc[0]
+        raise AgreementInputError(
+            f"rater {first[raters]!r} scores item {first[targets]!r} more than once; keep one score per item and rater"
+        )
+    out = data[[targets, raters, ratings]].copy()
+    out[ratings] = pd.to_numeric(out[ratings], errors="coerce")
+    if not np.isfinite(out[ratings].to_numpy(dtype=float)).all():
+        raise AgreementInputError(f"column {ratings} has missing or non-numeric scores")
+    return out
+
+
+def scale_codes(values: ArrayLike, labels: Sequence[float]) -> tuple[NDArray[np.intp], int]:
+    """Scores rounded to the nearest level of the rating scale (half to even), as level codes 0..m-1.
+
+    Means of 1-5 ratings can be passed: rounding is how MedHELM's script put them on the scale. A score
+    that rounds off the scale is refused.
+
+    Parameters
+    ----------
+    values : array_like
+        Scores.
+    labels : sequence of number
+        The rating scale.
+
+    Returns
+    -------
+    codes : ndarray of int
+        The level of each score, 0 for the lowest.
+    m : int
+        The number of levels.
+
+    Examples
+    --------
+    >>> from medhelm_core.agreement.contract import scale_codes
+    >>> codes, m = scale_codes([1, 2.6, 4.5], (1, 2, 3, 4, 5))
+    >>> codes.tolist(), m
+    ([0, 2, 3], 5)
+    """
+    levels = np.unique(np.asarray(list(labels), dtype=float))
+    x = np.rint(np.asarray(values, dtype=float))
+    off = np.setdiff1d(x, levels)
+    if off.size:
+        raise AgreementInputError(f"score(s) {off.tolist()} lie outside the rating scale {list(labels)}")
+    return np.searchsorted(levels, x), int(levels.size)
+
+
+def on_scale(values: ArrayLike, labels: Sequence[float]) -> bool:
+    """True when every score lies on the rating scale (within half a point), as the kappa needs.
+
+    Examples
+    --------
+    >>> from medhelm_core.agreement.contract import on_scale
+    >>> on_scale([1.0, 5.4], (1, 2, 3, 4, 5)), on_scale([0.2], (1, 2, 3, 4, 5))
+    (True, False)
+    """
+    arr = np.asarray(values, dtype=float)
+    return bool(((arr >= min(labels) - 0.5) & (arr <= max(labels) + 0.5)).all())
 
 
 def _first(values: pd.Series | pd.Index, limit: int = 3) -> str:
@@ -62,13 +177,7 @@ def validate_long(long: pd.DataFrame) -> pd.DataFrame:
     >>> validate_long(long)["score"].dtype
     dtype('float64')
     """
-    if not isinstance(long, pd.DataFrame):
-        raise AgreementInputError(f"ratings must be a pandas DataFrame, got {type(long).__name__}")
-    missing = [c for c in REQUIRED_COLUMNS if c not in long.columns]
-    if missing:
-        raise AgreementInputError(
-            f"ratings table lacks column(s) {', '.join(missing)}; it needs {', '.join(REQUIRED_COLUMNS)}"
-        )
+    require_columns(long, REQUIRED_COLUMNS, "ratings table", hint=f"; it needs {', '.join(REQUIRED_COLUMNS)}")
     keep = list(REQUIRED_COLUMNS) + (["model"] if "model" in long.columns else [])
     out = long[keep].copy()
     for col in ("item_id", "rater_id", "rater_kind", "criterion", "benchmark"):

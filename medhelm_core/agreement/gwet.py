@@ -35,8 +35,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from medhelm_core.agreement.bootstrap import BOOTSTRAP_METHODS, _bca_levels
-from medhelm_core.agreement.contract import MIN_ITEMS, AgreementInputError
+from medhelm_core.agreement.bootstrap import bootstrap_interval, check_bootstrap, leave_one_out, resample_counts
+from medhelm_core.agreement.contract import MIN_ITEMS, checked_scores, scale_codes
+from medhelm_core.errors import AgreementInputError
 
 Float = NDArray[np.float64]
 GWET_WEIGHTS: tuple[str, ...] = ("quadratic", "linear", "identity")
@@ -56,8 +57,8 @@ GWET_COLUMNS: tuple[str, ...] = (
     "n_raters",
     "note",
 )
-# Cap on the cells of one resample block, as in bootstrap.py.
-_BLOCK_CELLS = 4_000_000
+#: what the coefficient needs to be defined, for the notes of its interval
+UNDEFINED = "items rated twice"
 
 
 def gwet_weights(labels: Sequence[float], weights: str = "quadratic") -> Float:
@@ -127,17 +128,10 @@ def category_counts(
     [[2.0, 0.0], [0.0, 1.0]]
     """
     if isinstance(data, pd.DataFrame):
-        missing = [c for c in (targets, raters, ratings) if c not in data.columns]
-        if missing:
-            raise AgreementInputError(f"data lacks column(s) {', '.join(missing)}")
-        if data.duplicated([targets, raters]).any():
-            first = data.loc[data.duplicated([targets, raters])].iloc[0]
-            raise AgreementInputError(f"rater {first[raters]!r} scores item {first[targets]!r} more than once")
-        scores = pd.to_numeric(data[ratings], errors="coerce").to_numpy(dtype=float)
-        if np.isnan(scores).any() or np.isinf(scores).any():
-            raise AgreementInputError(f"column {ratings} has missing or non-numeric scores")
-        items, item_idx = np.unique(data[targets].astype(str).to_numpy(), return_inverse=True)
-        n_items, n_raters = items.size, int(data[raters].nunique())
+        checked = checked_scores(data, targets, raters, ratings)
+        scores = checked[ratings].to_numpy(dtype=float)
+        items, item_idx = np.unique(checked[targets].astype(str).to_numpy(), return_inverse=True)
+        n_items, n_raters = items.size, int(checked[raters].nunique())
     else:
         arr = np.asarray(data, dtype=float)
         if arr.ndim != 2:
@@ -145,13 +139,9 @@ def category_counts(
         rows, _ = np.nonzero(~np.isnan(arr))
         scores = arr[~np.isnan(arr)]
         item_idx, n_items, n_raters = rows, arr.shape[0], arr.shape[1]
-    levels = np.unique(np.asarray(list(labels), dtype=float))
-    x = np.rint(scores)
-    off = np.setdiff1d(x, levels)
-    if off.size:
-        raise AgreementInputError(f"score(s) {off.tolist()} lie outside the rating scale {list(labels)}")
-    counts = np.zeros((n_items, levels.size))
-    np.add.at(counts, (item_idx, np.searchsorted(levels, x)), 1.0)
+    codes, m = scale_codes(scores, labels)
+    counts = np.zeros((n_items, m))
+    np.add.at(counts, (item_idx, codes), 1.0)
     return counts[counts.sum(axis=1) > 0], n_raters
 
 
@@ -166,13 +156,47 @@ def _item_terms(counts: Float, w: Float) -> tuple[Float, Float, Float]:
     return agree, multi, shares
 
 
-def _ac_batch(agree: Float, multi: Float, shares: Float, w: Float, item_weights: Float) -> tuple[Float, Float, Float]:
+def chance_corrected(pa: Float, pi: Float, w: Float) -> tuple[Float, Float]:
+    """Gwet's coefficient and p_e from p_a and the category shares pi_k, for each row of a batch.
+
+    The one place of the formula ``AC = (p_a - p_e) / (1 - p_e)``, ``p_e = T_w / (q (q - 1)) sum_k
+    pi_k (1 - pi_k)``; callers differ only in how they get p_a and pi_k (any raters per item here, a
+    two-rater table of score pairs in :mod:`medhelm_core.agreement.robust`).
+
+    Parameters
+    ----------
+    pa : ndarray of shape (B,)
+        Observed agreement.
+    pi : ndarray of shape (B, q)
+        Category shares.
+    w : ndarray of shape (q, q)
+        Agreement weights (:func:`gwet_weights`).
+
+    Returns
+    -------
+    ac, pe : ndarray of shape (B,)
+        The coefficient (NaN where p_e is 1) and the chance agreement.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from medhelm_core.agreement.gwet import chance_corrected, gwet_weights
+    >>> ac, pe = chance_corrected(np.array([0.9]), np.array([[0.5, 0.5]]), gwet_weights((1, 2), "identity"))
+    >>> round(float(ac[0]), 2), float(pe[0])
+    (0.8, 0.5)
+    """
     q = w.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pe = w.sum() / (q * (q - 1)) * (pi * (1 - pi)).sum(axis=1)
+        ac = np.where(pe < 1, (pa - pe) / (1 - pe), np.nan)
+    return ac, pe
+
+
+def _ac_batch(agree: Float, multi: Float, shares: Float, w: Float, item_weights: Float) -> tuple[Float, Float, Float]:
     with np.errstate(divide="ignore", invalid="ignore"):
         pa = (item_weights @ (agree * multi)) / (item_weights @ multi)
         pi = (item_weights @ shares) / item_weights.sum(axis=1, keepdims=True)
-        pe = w.sum() / (q * (q - 1)) * (pi * (1 - pi)).sum(axis=1)
-        ac = np.where(pe < 1, (pa - pe) / (1 - pe), np.nan)
+    ac, pe = chance_corrected(pa, pi, w)
     return ac, pa, pe
 
 
@@ -267,10 +291,7 @@ def gwet_ac_table(
     >>> bool(row.ci_low < row.estimate < row.ci_high), row.coefficient
     (True, 'AC2')
     """
-    if method not in BOOTSTRAP_METHODS:
-        raise AgreementInputError(f"bootstrap method {method!r} is unknown; use one of {', '.join(BOOTSTRAP_METHODS)}")
-    if not 0 < confidence < 1:
-        raise AgreementInputError(f"confidence must lie strictly between 0 and 1, got {confidence}")
+    check_bootstrap(method, confidence, n_resamples)
     w = gwet_weights(labels, weights)
     counts, n_raters = category_counts(data, targets, raters, ratings, labels)
     agree, multi, shares = _item_terms(counts, w)
@@ -297,49 +318,11 @@ def gwet_ac_table(
     elif n_resamples and n < MIN_ITEMS:
         row["note"] = f"fewer than {MIN_ITEMS} items (n={n}): no interval"
     elif n_resamples:
-        boot = _bootstrap(agree, multi, shares, w, n_resamples, seed)
-        valid = boot[np.isfinite(boot)]
-        row["n_valid"] = int(valid.size)
-        if valid.size < n_resamples:
-            row["note"] = f"{n_resamples - valid.size} resamples without an item rated twice were left out"
-        alpha = (1 - confidence) / 2
-        levels: tuple[float, float] = (alpha, 1 - alpha)
-        if method == "bca":
-            jack = _jackknife(agree, multi, shares, w)
-            levels = _bca_levels(ac, valid, jack, alpha) if np.isfinite(jack).all() else (np.nan, np.nan)
-        if valid.size and np.isfinite(levels).all():
-            row["ci_low"], row["ci_high"] = (float(v) for v in np.quantile(valid, levels))
-        elif valid.size:
-            # Every resample equal (e.g. perfect agreement) leaves BCa undefined; the interval is a point.
-            if np.ptp(valid) == 0:
-                row["ci_low"] = row["ci_high"] = float(valid[0])
-            else:
-                row["note"] = (str(row["note"]) + "; " if row["note"] else "") + "BCa undefined"
+        def batch(item_weights: Float) -> Float:
+            return _ac_batch(agree, multi, shares, w, item_weights)[0]
+
+        boot = np.concatenate([batch(counts) for counts in resample_counts(n, n_resamples, seed)])
+        jack = np.concatenate([batch(mask) for mask in leave_one_out(n)]) if method == "bca" else None
+        ci = bootstrap_interval(ac, boot, jack, method, confidence, undefined=UNDEFINED)
+        row.update(ci_low=ci.low, ci_high=ci.high, n_valid=ci.n_valid, note=ci.note)
     return pd.DataFrame([row], columns=list(GWET_COLUMNS))
-
-
-def _bootstrap(
-    agree: Float, multi: Float, shares: Float, w: Float, b_total: int, seed: int | np.random.Generator
-) -> Float:
-    n = agree.size
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    size = max(1, _BLOCK_CELLS // max(n, 1))
-    out = []
-    for start in range(0, b_total, size):
-        b = min(b_total, start + size) - start
-        idx = rng.integers(0, n, (b, n))
-        item_counts = np.bincount((idx + n * np.arange(b)[:, None]).ravel(), minlength=b * n).reshape(b, n)
-        out.append(_ac_batch(agree, multi, shares, w, item_counts.astype(float))[0])
-    return np.concatenate(out)
-
-
-def _jackknife(agree: Float, multi: Float, shares: Float, w: Float) -> Float:
-    n = agree.size
-    out = []
-    size = max(1, _BLOCK_CELLS // max(n, 1))
-    for start in range(0, n, size):
-        stop = min(n, start + size)
-        mask = np.ones((stop - start, n))
-        mask[np.arange(stop - start), np.arange(start, stop)] = 0.0
-        out.append(_ac_batch(agree, multi, shares, w, mask)[0])
-    return np.concatenate(out)

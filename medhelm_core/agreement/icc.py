@@ -8,12 +8,15 @@ makes :mod:`medhelm_core.agreement.bootstrap` a few matrix products instead of t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from medhelm_core.agreement.contract import MIN_ITEMS, AgreementInputError
+from medhelm_core.agreement.contract import MIN_ITEMS, checked_scores
+from medhelm_core.errors import AgreementInputError
 
 ICC_TYPES: tuple[str, ...] = ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k")
 # pingouin >= 0.7 uses McGraw & Wong's names; older releases used ours.
@@ -37,6 +40,13 @@ ICC_DESCRIPTIONS: dict[str, str] = {
 Float = NDArray[np.float64]
 
 
+def check_icc_types(icc_types: Sequence[str]) -> None:
+    """Refuse ICC forms other than the six of :data:`ICC_TYPES`, naming them."""
+    unknown = [t for t in icc_types if t not in ICC_TYPES]
+    if unknown:
+        raise AgreementInputError(f"ICC type(s) {', '.join(unknown)} unknown; use {', '.join(ICC_TYPES)}")
+
+
 def weighted_sums_of_squares(x: Float, weights: Float) -> dict[str, Float]:
     """Two-way ANOVA sums of squares for a batch of item-weighted copies of ``x``.
 
@@ -57,7 +67,7 @@ def weighted_sums_of_squares(x: Float, weights: Float) -> dict[str, Float]:
     Examples
     --------
     >>> import numpy as np
-    >>> from medhelm_core.agreement import weighted_sums_of_squares
+    >>> from medhelm_core.agreement.icc import weighted_sums_of_squares
     >>> x = np.array([[1.0, 2.0], [3.0, 5.0], [4.0, 4.0]])
     >>> ss = weighted_sums_of_squares(x, np.ones((1, 3)))
     >>> round(float(ss["ssr"][0]), 6)
@@ -95,7 +105,7 @@ def icc_from_sums_of_squares(ss: dict[str, Float]) -> dict[str, Float]:
     Examples
     --------
     >>> import numpy as np
-    >>> from medhelm_core.agreement import icc_from_sums_of_squares, weighted_sums_of_squares
+    >>> from medhelm_core.agreement.icc import icc_from_sums_of_squares, weighted_sums_of_squares
     >>> x = np.array([[1.0, 2.0], [3.0, 5.0], [4.0, 4.0]])
     >>> out = icc_from_sums_of_squares(weighted_sums_of_squares(x, np.ones((1, 3))))
     >>> round(float(out["ICC3k"][0]), 4)
@@ -197,7 +207,7 @@ def icc_records(arr: Float, confidence: float = 0.95) -> list[dict[str, object]]
     Examples
     --------
     >>> import numpy as np
-    >>> from medhelm_core.agreement import icc_records
+    >>> from medhelm_core.agreement.icc import icc_records
     >>> [r["type"] for r in icc_records(np.array([[1.0, 2], [3, 5], [4, 4]]))][:2]
     ['ICC1', 'ICC2']
     """
@@ -259,7 +269,7 @@ def icc_matrix(x: ArrayLike, confidence: float = 0.95) -> pd.DataFrame:
 
     Examples
     --------
-    >>> from medhelm_core.agreement import icc_matrix
+    >>> from medhelm_core.agreement.icc import icc_matrix
     >>> icc_matrix([[1, 2], [3, 5], [4, 4], [2, 2]]).set_index("type").loc["ICC3k", "icc"].round(3)
     np.float64(0.867)
     """
@@ -289,23 +299,12 @@ def wide_matrix(data: pd.DataFrame, targets: str, raters: str, ratings: str) -> 
     Examples
     --------
     >>> import pandas as pd
-    >>> from medhelm_core.agreement import wide_matrix
+    >>> from medhelm_core.agreement.icc import wide_matrix
     >>> d = pd.DataFrame({"i": ["a", "a", "b"], "r": ["x", "y", "x"], "s": [1.0, 2.0, 3.0]})
     >>> wide_matrix(d, "i", "r", "s").shape
     (1, 2)
     """
-    missing = [c for c in (targets, raters, ratings) if c not in data.columns]
-    if missing:
-        raise AgreementInputError(f"data lacks column(s) {', '.join(missing)}")
-    if data.duplicated([targets, raters]).any():
-        first = data.loc[data.duplicated([targets, raters])].iloc[0]
-        raise AgreementInputError(
-            f"rater {first[raters]!r} scores item {first[targets]!r} more than once; keep one score per item and rater"
-        )
-    scores = pd.to_numeric(data[ratings], errors="coerce")
-    if scores.isna().any():
-        raise AgreementInputError(f"column {ratings} has missing or non-numeric scores")
-    wide = data.assign(**{ratings: scores}).pivot(index=targets, columns=raters, values=ratings)
+    wide = checked_scores(data, targets, raters, ratings).pivot(index=targets, columns=raters, values=ratings)
     # Listwise deletion, as pingouin does: the two-way ANOVA needs every rater on every item.
     return wide.dropna(axis=0, how="any").sort_index().sort_index(axis=1)
 

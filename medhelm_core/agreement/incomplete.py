@@ -15,25 +15,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from medhelm_core.agreement.contract import COMPOSITE, MIN_ITEMS, AgreementInputError, rater_scores, validate_long
+from medhelm_core.agreement.contract import COMPOSITE, MIN_ITEMS, checked_scores, rater_scores, validate_long
 from medhelm_core.agreement.icc import icc_matrix
 from medhelm_core.agreement.pairs import zscore_within
 
 ALPHA_LEVELS: tuple[str, ...] = ("interval", "ordinal")
-
-
-def _checked(data: pd.DataFrame, targets: str, raters: str, ratings: str) -> pd.DataFrame:
-    missing = [c for c in (targets, raters, ratings) if c not in data.columns]
-    if missing:
-        raise AgreementInputError(f"data lacks column(s) {', '.join(missing)}")
-    if data.duplicated([targets, raters]).any():
-        first = data.loc[data.duplicated([targets, raters])].iloc[0]
-        raise AgreementInputError(f"rater {first[raters]!r} scores item {first[targets]!r} more than once")
-    out = data[[targets, raters, ratings]].copy()
-    out[ratings] = pd.to_numeric(out[ratings], errors="coerce")
-    if out[ratings].isna().any():
-        raise AgreementInputError(f"column {ratings} has missing or non-numeric scores")
-    return out
 
 
 def icc1_unbalanced(
@@ -75,7 +61,7 @@ def icc1_unbalanced(
     >>> icc1_unbalanced(d).loc[0, "k0"].round(3)
     np.float64(2.222)
     """
-    d = _checked(data, targets, raters, ratings)
+    d = checked_scores(data, targets, raters, ratings)
     sizes = d.groupby(targets)[ratings].transform("size")
     d = d[sizes >= 2]
     items = tuple(sorted(d[targets].astype(str).unique()))
@@ -177,7 +163,7 @@ def krippendorff_alpha(
     >>> krippendorff_alpha(d, levels=["interval"]).loc[0, "estimate"].round(3)
     np.float64(0.937)
     """
-    d = _checked(data, units, raters, ratings)
+    d = checked_scores(data, units, raters, ratings)
     d = d[d.groupby(units)[ratings].transform("size") >= 2]
     items = tuple(sorted(d[units].astype(str).unique()))
     used_raters = tuple(sorted(d[raters].astype(str).unique()))
@@ -275,7 +261,7 @@ def loco_from_scores(scores: pd.DataFrame, standardize: bool = True, confidence:
     Examples
     --------
     >>> import pandas as pd
-    >>> from medhelm_core.agreement import loco_from_scores
+    >>> from medhelm_core.agreement.incomplete import loco_from_scores
     >>> s = pd.DataFrame({"item_id": list("aabb"), "rater_id": ["c1", "c2"] * 2,
     ...                   "rater_kind": "clinician", "score": [1.0, 2, 3, 4], "n_ratings": 1})
     >>> loco_from_scores(s).loc[0, "note"]

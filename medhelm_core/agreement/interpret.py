@@ -51,7 +51,7 @@ def koo_li_interval_reading(low: float, high: float) -> str:
 
     Examples
     --------
-    >>> from medhelm_core.agreement import koo_li_interval_reading
+    >>> from medhelm_core.agreement.interpret import koo_li_interval_reading
     >>> koo_li_interval_reading(0.10, 0.69)
     'poor to moderate'
     """

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from medhelm_core.agreement.contract import COMPOSITE, MIN_ITEMS, AgreementInputError
+from medhelm_core.agreement.contract import COMPOSITE, MIN_ITEMS, require_columns
 from medhelm_core.agreement.icc import icc_records
 from medhelm_core.agreement.kappa import weighted_kappa
+from medhelm_core.errors import AgreementInputError
 
 PAIR_INPUT_COLUMNS: tuple[str, ...] = ("rater_id", "item_id", "criterion", "first", "repeat")
 ALL_CLINICIANS = "all clinicians"
@@ -38,11 +39,7 @@ INTRA_COLUMNS: tuple[str, ...] = (
 
 
 def _checked(pairs: pd.DataFrame) -> pd.DataFrame:
-    if not isinstance(pairs, pd.DataFrame):
-        raise AgreementInputError(f"retest pairs must be a pandas DataFrame, got {type(pairs).__name__}")
-    missing = [c for c in PAIR_INPUT_COLUMNS if c not in pairs.columns]
-    if missing:
-        raise AgreementInputError(f"retest pairs lack column(s) {', '.join(missing)}")
+    require_columns(pairs, PAIR_INPUT_COLUMNS, "retest pairs")
     out = pairs[list(PAIR_INPUT_COLUMNS)].copy()
     for col in ("first", "repeat"):
         out[col] = pd.to_numeric(out[col], errors="coerce")

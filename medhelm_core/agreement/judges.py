@@ -22,10 +22,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from medhelm_core.agreement.contract import COMPOSITE, AgreementInputError, rater_scores, validate_long
+from medhelm_core.agreement.contract import COMPOSITE, on_scale, rater_scores, validate_long
 from medhelm_core.agreement.incomplete import loco_from_scores
 from medhelm_core.agreement.pairs import pair_agreement
-from medhelm_core.agreement.protocol import clinician_criteria
+from medhelm_core.agreement.scopes import benchmark_scopes, clinician_criteria
+from medhelm_core.errors import AgreementInputError
 
 ALL_JUDGES = "all judges"
 CLINICIAN_CEILING = "clinician ceiling"
@@ -49,10 +50,6 @@ JUDGE_SUBSET_COLUMNS: tuple[str, ...] = (
     "n_items",
     "note",
 )
-
-
-def _on_scale(values: pd.Series, labels: Sequence[int]) -> bool:
-    return bool(values.between(min(labels) - 0.5, max(labels) + 0.5).all())
 
 
 def _tie_safe_spearman(a: pd.Series, b: pd.Series, items: list[str]) -> float:
@@ -169,7 +166,7 @@ def _scope_rows(
         # The subset's score rests on the judges that scored the item; say when that is fewer than all.
         subset_score = part.mean(axis=1).dropna()
         n_on_item = part.notna().sum(axis=1).loc[subset_score.index]
-        kappa = _on_scale(subset_score, kappa_labels) and _on_scale(clin_mean, kappa_labels)
+        kappa = on_scale(subset_score, kappa_labels) and on_scale(clin_mean, kappa_labels)
         frame = pair_agreement(
             clin_mean,
             subset_score,
@@ -296,10 +293,8 @@ def judge_subset_agreement(
     if criterion != COMPOSITE and criterion not in rubric:
         raise AgreementInputError(f"criterion {criterion!r} not rated by clinicians; known: {', '.join(rubric)}")
     data = data[data["rater_kind"].isin(("clinician", "judge"))]
-    scopes = [(b, data[data["benchmark"] == b]) for b in sorted(data["benchmark"].unique())] if by_benchmark else []
-    scopes.append(("pooled", data))
     rows: list[dict[str, object]] = []
-    for bench, part in scopes:
+    for bench, part in benchmark_scopes(data, sorted(data["benchmark"].unique()) if by_benchmark else []):
         scores = rater_scores(part, criterion, rubric)
         for row in _scope_rows(scores, judges, bootstrap, n_resamples, seed, confidence, kappa_labels, per_clinician):
             rows.append({**row, "benchmark": bench, "criterion": criterion})

@@ -18,11 +18,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from medhelm_core.agreement.bootstrap import BOOTSTRAP_METHODS, bootstrap_distribution
-from medhelm_core.agreement.contract import COMPOSITE, MIN_ITEMS, AgreementInputError, rater_scores, validate_long
+from medhelm_core.agreement.bootstrap import bootstrap_distribution, check_bootstrap
+from medhelm_core.agreement.contract import COMPOSITE, MIN_ITEMS, rater_scores, require_columns, validate_long
 from medhelm_core.agreement.interpret import koo_li_reading
 from medhelm_core.agreement.pairs import pair_agreement, zscore_within
-from medhelm_core.agreement.protocol import clinician_criteria
+from medhelm_core.agreement.scopes import chosen_benchmarks, clinician_criteria
+from medhelm_core.errors import AgreementInputError
 
 JURY_COLUMNS: tuple[str, ...] = ("run_id", "item_id", "criterion", "score")
 VERSION_COLUMNS: tuple[str, ...] = (
@@ -55,13 +56,8 @@ HIGHER, LOWER, UNCLEAR = "higher", "lower", "no clear change"
 
 def _jury_table(juries: pd.DataFrame) -> tuple[pd.DataFrame, list[object], dict[object, str]]:
     """The juries checked once: string item ids, float scores, runs in the order given, one label each."""
-    if not isinstance(juries, pd.DataFrame):
-        raise AgreementInputError(f"juries must be a pandas DataFrame, got {type(juries).__name__}")
-    missing = [c for c in JURY_COLUMNS if c not in juries.columns]
-    if missing:
-        raise AgreementInputError(
-            f"juries lack column(s) {', '.join(missing)}; they need {', '.join(JURY_COLUMNS)} (and optionally label)"
-        )
+    need = f"; they need {', '.join(JURY_COLUMNS)} (and optionally label)"
+    require_columns(juries, JURY_COLUMNS, "juries", hint=need)
     if juries.empty:
         raise AgreementInputError("there are no jury scores to compare")
     data = juries.copy()
@@ -273,20 +269,14 @@ def version_agreement(
     >>> table[["label", "n_items", "change"]].values.tolist()
     [['prompt v1', 40, ''], ['prompt v2', 40, 'higher']]
     """
-    if bootstrap not in BOOTSTRAP_METHODS:
-        raise AgreementInputError(f"bootstrap method {bootstrap!r} unknown; use one of {', '.join(BOOTSTRAP_METHODS)}")
+    check_bootstrap(bootstrap)
     if n_resamples < 1:
         raise AgreementInputError(f"n_resamples must be at least 1, got {n_resamples}")
     data = validate_long(clinicians)
     clin = data[data["rater_kind"] == "clinician"]
     if clin.empty:
         raise AgreementInputError("there are no clinician ratings to compare the jury runs with")
-    if benchmarks is not None:
-        known = sorted(clin["benchmark"].unique())
-        unknown = [b for b in benchmarks if b not in known]
-        if unknown:
-            raise AgreementInputError(f"benchmark(s) {', '.join(unknown)} have no ratings; known: {', '.join(known)}")
-        clin = clin[clin["benchmark"].isin(list(benchmarks))]
+    clin, _ = chosen_benchmarks(clin, benchmarks)
     rubric = clinician_criteria(clin, criteria)
     jury, runs, labels = _jury_table(juries)
     base = runs[0] if baseline is None else next((r for r in runs if str(r) == str(baseline)), None)

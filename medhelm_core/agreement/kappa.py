@@ -11,10 +11,49 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from medhelm_core.agreement.bootstrap import BOOTSTRAP_METHODS, _bca_levels
-from medhelm_core.agreement.contract import MIN_ITEMS, AgreementInputError
+from medhelm_core.agreement.bootstrap import bootstrap_interval, check_bootstrap, leave_one_out, resample_counts
+from medhelm_core.agreement.contract import MIN_ITEMS, scale_codes
+from medhelm_core.errors import AgreementInputError
 
 KAPPA_WEIGHTS: tuple[str, ...] = ("quadratic", "linear", "none")
+#: what kappa needs to be defined, for the notes of its interval
+UNDEFINED = "expected disagreement"
+
+
+def paired_codes(
+    a: ArrayLike, b: ArrayLike, labels: Sequence[float]
+) -> tuple[NDArray[np.intp], NDArray[np.intp], int]:
+    """Two raters' paired scores as level codes of the rating scale (rounded half to even), and the level count.
+
+    Examples
+    --------
+    >>> from medhelm_core.agreement.kappa import paired_codes
+    >>> x, y, m = paired_codes([1, 2.4], [3, 3], (1, 2, 3))
+    >>> x.tolist(), y.tolist(), m
+    ([0, 1], [2, 2], 3)
+    """
+    x = np.asarray(a, dtype=float)
+    y = np.asarray(b, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise AgreementInputError("agreement on the rating scale needs two equally long score vectors")
+    codes, m = scale_codes(np.concatenate([x, y]), labels)
+    return codes[: x.size], codes[x.size :], m
+
+
+def kappa_weights(m: int, weights: str = "quadratic") -> NDArray[np.float64]:
+    """Disagreement weights of an m-level scale: (i - j)^2, |i - j|, or 1 off the diagonal (``"none"``).
+
+    Examples
+    --------
+    >>> from medhelm_core.agreement.kappa import kappa_weights
+    >>> kappa_weights(3)[0].tolist()
+    [0.0, 1.0, 4.0]
+    """
+    if weights not in KAPPA_WEIGHTS:
+        raise AgreementInputError(f"kappa weights {weights!r} unknown; use one of {', '.join(KAPPA_WEIGHTS)}")
+    grid = np.arange(m)
+    diff = np.abs(grid[:, None] - grid[None, :]).astype(float)
+    return {"quadratic": diff**2, "linear": diff, "none": (diff > 0).astype(float)}[weights]
 
 
 def weighted_kappa(
@@ -47,27 +86,16 @@ def weighted_kappa(
     """
     if weights not in KAPPA_WEIGHTS:
         raise AgreementInputError(f"kappa weights {weights!r} unknown; use one of {', '.join(KAPPA_WEIGHTS)}")
-    x = np.rint(np.asarray(a, dtype=float))
-    y = np.rint(np.asarray(b, dtype=float))
-    if x.shape != y.shape or x.ndim != 1:
-        raise AgreementInputError("kappa needs two equally long score vectors")
-    if x.size == 0:
+    xi, yi, m = paired_codes(a, b, labels)
+    if xi.size == 0:
         return float("nan")
-    levels = np.unique(np.asarray(list(labels), dtype=float))
-    pos = {v: i for i, v in enumerate(levels)}
-    off = [v for v in np.unique(np.concatenate([x, y])) if v not in pos]
-    if off:
-        raise AgreementInputError(f"score(s) {off} lie outside the rating scale {list(labels)}")
-    m = levels.size
-    xi = np.searchsorted(levels, x)
-    yi = np.searchsorted(levels, y)
+    # Elementwise sums, not :func:`kappa_from_cells`' einsum: the two round differently in the last bit,
+    # and every kappa of the summary tables has been computed this way.
     observed = np.zeros((m, m))
     np.add.at(observed, (xi, yi), 1.0)
     observed /= observed.sum()
     expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
-    grid = np.arange(m)
-    diff = np.abs(grid[:, None] - grid[None, :]).astype(float)
-    w = {"quadratic": diff**2, "linear": diff, "none": (diff > 0).astype(float)}[weights]
+    w = kappa_weights(m, weights)
     denom = (w * expected).sum()
     if denom == 0:
         return float("nan")
@@ -85,12 +113,34 @@ KAPPA_CI_COLUMNS: tuple[str, ...] = (
     "n_items",
     "note",
 )
-# Cap on the cells of one resample block, as in bootstrap.py.
-_BLOCK_CELLS = 4_000_000
 
 
-def _kappa_batch(cells: NDArray[np.float64], w: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Kappa of each row of a (B, m*m) matrix of weighted confusion counts."""
+def kappa_from_cells(cells: NDArray[np.float64], w: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Weighted kappa of each row of a (B, m*m) matrix of (weighted) confusion counts; NaN where undefined.
+
+    The kernel of every bootstrapped kappa: a resample, a jackknife sample or a multinomial draw of score
+    pairs is a row of counts, so all of them are a few array operations.
+
+    Parameters
+    ----------
+    cells : ndarray of shape (B, m*m)
+        Counts of the (first, second) level pairs, flattened row by row.
+    w : ndarray of shape (m, m)
+        Disagreement weights (:func:`kappa_weights`).
+
+    Returns
+    -------
+    ndarray of shape (B,)
+        Kappa per row, NaN where no disagreement is expected.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from medhelm_core.agreement.kappa import kappa_from_cells, kappa_weights
+    >>> cells = np.array([[1.0, 0, 0, 0, 1, 0, 0, 1, 1]])  # (1,1), (2,2), (3,2), (3,3)
+    >>> round(float(kappa_from_cells(cells, kappa_weights(3))[0]), 4)
+    0.8
+    """
     m = w.shape[0]
     total = cells.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -156,20 +206,11 @@ def weighted_kappa_ci(
     >>> bool(row.ci_low < row.estimate < row.ci_high), row.ci_method
     (True, 'bootstrap-bca')
     """
-    if method not in BOOTSTRAP_METHODS:
-        raise AgreementInputError(f"bootstrap method {method!r} is unknown; use one of {', '.join(BOOTSTRAP_METHODS)}")
-    if not 0 < confidence < 1:
-        raise AgreementInputError(f"confidence must lie strictly between 0 and 1, got {confidence}")
-    if int(n_resamples) < 0:
-        raise AgreementInputError(f"n_resamples must be 0 or more, got {n_resamples}")
+    check_bootstrap(method, confidence, n_resamples)
     estimate = weighted_kappa(a, b, labels, weights)  # validates scale, shapes and weights
-    x = np.rint(np.asarray(a, dtype=float))
-    y = np.rint(np.asarray(b, dtype=float))
-    levels = np.unique(np.asarray(list(labels), dtype=float))
-    m, n = levels.size, x.size
-    grid = np.arange(m)
-    diff = np.abs(grid[:, None] - grid[None, :]).astype(float)
-    w = {"quadratic": diff**2, "linear": diff, "none": (diff > 0).astype(float)}[weights]
+    xi, yi, m = paired_codes(a, b, labels)
+    n = xi.size
+    w = kappa_weights(m, weights)
     row: dict[str, object] = {
         "weights": weights,
         "estimate": estimate,
@@ -190,34 +231,12 @@ def weighted_kappa_ci(
         row["note"] = "kappa undefined: no expected disagreement"
         return pd.DataFrame([row], columns=list(KAPPA_CI_COLUMNS))
     # One-hot confusion cell of each item: a resample's confusion matrix is its counts times this.
-    cell = np.searchsorted(levels, x) * m + np.searchsorted(levels, y)
     onehot = np.zeros((n, m * m))
-    onehot[np.arange(n), cell] = 1.0
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    size = max(1, _BLOCK_CELLS // max(n, 1))
-    boot = []
-    for start in range(0, int(n_resamples), size):
-        nb = min(int(n_resamples), start + size) - start
-        idx = rng.integers(0, n, (nb, n))
-        counts = np.bincount((idx + n * np.arange(nb)[:, None]).ravel(), minlength=nb * n).reshape(nb, n)
-        boot.append(_kappa_batch(counts.astype(float) @ onehot, w))
-    theta_b = np.concatenate(boot)
-    valid = theta_b[np.isfinite(theta_b)]
-    row["n_valid"] = int(valid.size)
-    if valid.size < n_resamples:
-        row["note"] = f"{int(n_resamples) - valid.size} resamples with no expected disagreement were left out"
-    if valid.size == 0:
-        return pd.DataFrame([row], columns=list(KAPPA_CI_COLUMNS))
-    alpha = (1 - confidence) / 2
-    bounds: tuple[float, float] = (alpha, 1 - alpha)
+    onehot[np.arange(n), xi * m + yi] = 1.0
+    boot = np.concatenate([kappa_from_cells(counts @ onehot, w) for counts in resample_counts(n, n_resamples, seed)])
+    jack = None
     if method == "bca":
-        jack = _kappa_batch((1.0 - np.eye(n)) @ onehot, w)
-        bounds = _bca_levels(estimate, valid, jack, alpha) if np.isfinite(jack).all() else (np.nan, np.nan)
-    if np.isfinite(bounds).all():
-        row["ci_low"], row["ci_high"] = (float(v) for v in np.quantile(valid, bounds))
-    elif np.ptp(valid) == 0:
-        # Every resample equal (e.g. perfect agreement) leaves BCa undefined; the interval is a point.
-        row["ci_low"] = row["ci_high"] = float(valid[0])
-    else:
-        row["note"] = (str(row["note"]) + "; " if row["note"] else "") + "BCa undefined (degenerate resamples)"
+        jack = kappa_from_cells(np.concatenate([mask @ onehot for mask in leave_one_out(n)]), w)
+    ci = bootstrap_interval(estimate, boot, jack, method, confidence, undefined=UNDEFINED)
+    row.update(ci_low=ci.low, ci_high=ci.high, n_valid=ci.n_valid, note=ci.note)
     return pd.DataFrame([row], columns=list(KAPPA_CI_COLUMNS))

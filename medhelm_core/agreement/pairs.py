@@ -15,9 +15,9 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse, stats
 
-from medhelm_core.agreement.bootstrap import BOOTSTRAP_METHODS, bootstrap_records
-from medhelm_core.agreement.contract import MIN_ITEMS, AgreementInputError
-from medhelm_core.agreement.icc import ICC_TYPES, icc_records
+from medhelm_core.agreement.bootstrap import bootstrap_records, check_bootstrap
+from medhelm_core.agreement.contract import MIN_ITEMS
+from medhelm_core.agreement.icc import check_icc_types, icc_records
 from medhelm_core.agreement.kappa import weighted_kappa
 
 PAIR_COLUMNS: tuple[str, ...] = (
@@ -50,7 +50,7 @@ def zscore_within(values: ArrayLike) -> NDArray[np.float64]:
 
     Examples
     --------
-    >>> from medhelm_core.agreement import zscore_within
+    >>> from medhelm_core.agreement.pairs import zscore_within
     >>> zscore_within([1, 2, 3]).tolist()
     [-1.0, 0.0, 1.0]
     """
@@ -82,7 +82,7 @@ def most_shared_pair(items_by_rater: pd.DataFrame) -> tuple[str, str, int, int] 
     Examples
     --------
     >>> import pandas as pd
-    >>> from medhelm_core.agreement import most_shared_pair
+    >>> from medhelm_core.agreement.pairs import most_shared_pair
     >>> d = pd.DataFrame({"rater_id": ["a", "b", "a", "b", "c"], "item_id": ["1", "1", "2", "2", "2"]})
     >>> most_shared_pair(d)
     ('a', 'b', 2, 0)
@@ -189,11 +189,9 @@ def pair_agreement(
     >>> row["method"], int(row["n_items"]), round(float(row["estimate"]), 3)
     ('ICC3k', 5, 0.98)
     """
-    if bootstrap is not None and bootstrap not in BOOTSTRAP_METHODS:
-        raise AgreementInputError(f"bootstrap method {bootstrap!r} unknown; use one of {', '.join(BOOTSTRAP_METHODS)}")
-    unknown = [t for t in icc_types if t not in ICC_TYPES]
-    if unknown:
-        raise AgreementInputError(f"ICC type(s) {', '.join(unknown)} unknown; use {', '.join(ICC_TYPES)}")
+    if bootstrap is not None:
+        check_bootstrap(bootstrap)
+    check_icc_types(icc_types)
     sides = []
     for side in (a, b):
         values = side.to_numpy(dtype=float)

@@ -57,7 +57,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import optimize, stats
 
-from medhelm_core.errors import MedhelmError
+from medhelm_core.errors import PlanningError
 
 Float = NDArray[np.float64]
 MEASURES: tuple[str, ...] = ("single", "average")
@@ -71,10 +71,6 @@ _GL_U, _GL_W = np.polynomial.legendre.leggauss(256)
 _GL_U = (_GL_U + 1) / 2
 _GL_W = _GL_W / 2
 _MAX_ITEMS = 200_000
-
-
-class PlanningError(MedhelmError, ValueError):
-    """A study plan that cannot be computed or cannot be met, with what to change."""
 
 
 @dataclass(frozen=True)

@@ -18,16 +18,16 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from medhelm_core.agreement.bootstrap import BOOTSTRAP_METHODS
-from medhelm_core.agreement.contract import COMPOSITE, AgreementInputError, rater_scores, validate_long
+from medhelm_core.agreement.bootstrap import check_bootstrap
+from medhelm_core.agreement.contract import on_scale, validate_long
 from medhelm_core.agreement.icc import ICC_TYPES
 from medhelm_core.agreement.incomplete import icc1_unbalanced, krippendorff_alpha, loco_from_scores
 from medhelm_core.agreement.interpret import koo_li_interval_reading, koo_li_reading
 from medhelm_core.agreement.pairs import zscore_within
-from medhelm_core.agreement.scopes import ScopeScores, on_scale
+from medhelm_core.agreement.scopes import ScopeScores, chosen_benchmarks, clinician_criteria, criterion_scopes
+from medhelm_core.errors import AgreementInputError
 
 PROTOCOLS: tuple[str, ...] = ("medhelm", "full")
-POOLED = "pooled"
 CLINICIAN_PAIR = "clinician-clinician"
 TABLE_COLUMNS: tuple[str, ...] = (
     "comparison",
@@ -71,7 +71,7 @@ def comparison_name(rater_id: str, rater_kind: str, n_jury: int = 1) -> str:
 
     Examples
     --------
-    >>> from medhelm_core.agreement import comparison_name
+    >>> from medhelm_core.agreement.protocol import comparison_name
     >>> comparison_name("gpt-4o", "judge"), comparison_name("rougeL", "metric")
     ('judge:gpt-4o-clinician', 'rougeL-clinician')
     """
@@ -153,25 +153,7 @@ def _scope_rows(
         one_way = icc1_unbalanced(clin).rename(columns={"type": "method", "icc": "estimate"})
         one_way["method"] = one_way["method"] + "_unbalanced"
         one_way["ci_method"] = "F"
-        add(
-            one_way[
-                [
-                    "method",
-                    "estimate",
-                    "ci_low",
-                    "ci_high",
-                    "ci_method",
-                    "n_items",
-                    "n_ratings",
-                    "n_raters",
-                    "note",
-                    "raters_used",
-                    "items_used",
-                ]
-            ].to_dict("records"),
-            CLINICIAN_PAIR,
-            {},
-        )
+        add(one_way[[c for c in TABLE_COLUMNS if c in one_way.columns]].to_dict("records"), CLINICIAN_PAIR, {})
         alpha = krippendorff_alpha(clin).assign(ci_low=np.nan, ci_high=np.nan, ci_method="none")
         add(alpha.to_dict("records"), CLINICIAN_PAIR, {})
         if loco:
@@ -214,20 +196,6 @@ def _scope_rows(
             {"n_ratings": n_ratings, "n_raters": len(used_clin) + 1, "raters_used": (*used_clin, rater)},
         )
     return rows
-
-
-def clinician_criteria(clin: pd.DataFrame, criteria: Sequence[str] | None = None) -> list[str]:
-    """The criteria to report: those the clinicians rated, in their rubric's order (accuracy, completeness,
-    clarity; not alphabetical), or the requested ones, each of which the clinicians must have rated."""
-    rubric = list(clin["criterion"].unique())  # in order of first appearance
-    if criteria is None:
-        return rubric
-    unknown = [c for c in criteria if c not in rubric]
-    if unknown:
-        raise AgreementInputError(
-            f"criterion/criteria {', '.join(unknown)} not rated by clinicians; known: {', '.join(rubric)}"
-        )
-    return list(dict.fromkeys(criteria))
 
 
 def agreement_table(
@@ -296,28 +264,19 @@ def agreement_table(
     """
     if protocol not in PROTOCOLS:
         raise AgreementInputError(f"protocol {protocol!r} unknown; use one of {', '.join(PROTOCOLS)}")
-    data = validate_long(long)
-    known = list(dict.fromkeys(sorted(data["benchmark"].unique())))
-    if benchmarks is not None:
-        unknown = [b for b in benchmarks if b not in known]
-        if unknown:
-            raise AgreementInputError(f"benchmark(s) {', '.join(unknown)} have no ratings; known: {', '.join(known)}")
-        known = list(dict.fromkeys(benchmarks))
-        data = data[data["benchmark"].isin(known)]
+    data, known = chosen_benchmarks(validate_long(long), benchmarks)
     clin = data[data["rater_kind"] == "clinician"]
     if clin.empty:
         raise AgreementInputError("there are no clinician ratings to compare with")
     rubric = clinician_criteria(clin, criteria)
-    if protocol == "full" and bootstrap not in BOOTSTRAP_METHODS:
-        raise AgreementInputError(f"bootstrap method {bootstrap!r} unknown; use one of {', '.join(BOOTSTRAP_METHODS)}")
+    if protocol == "full":
+        check_bootstrap(bootstrap)
     data = data.drop(columns="model", errors="ignore")  # not used here; one string column fewer to slice
-    scopes = [(b, data[data["benchmark"] == b]) for b in known] + [(POOLED, data)]
     rows: list[dict[str, object]] = []
-    for bench, part in scopes:
-        for criterion in [COMPOSITE, *rubric]:
-            scope = ScopeScores(rater_scores(part, criterion, rubric))
-            for row in _scope_rows(scope, protocol, bootstrap, n_resamples, seed, confidence, loco, kappa_labels):
-                rows.append({"benchmark": bench, "criterion": criterion, **row})
+    for bench, criterion, scores in criterion_scopes(data, known, rubric):
+        scope = ScopeScores(scores)
+        for row in _scope_rows(scope, protocol, bootstrap, n_resamples, seed, confidence, loco, kappa_labels):
+            rows.append({"benchmark": bench, "criterion": criterion, **row})
     table = pd.DataFrame(rows).reindex(columns=list(TABLE_COLUMNS))
     is_icc = table["method"].str.startswith("ICC")
     table["reading"] = [koo_li_reading(float(v)) if ok else "" for v, ok in zip(table["estimate"], is_icc, strict=True)]

@@ -26,11 +26,16 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from medhelm_core.agreement.bootstrap import BOOTSTRAP_METHODS, _bca_levels
-from medhelm_core.agreement.contract import COMPOSITE, MIN_ITEMS, AgreementInputError, rater_scores, validate_long
-from medhelm_core.agreement.gwet import gwet_weights
+from medhelm_core.agreement.bootstrap import bootstrap_interval, check_bootstrap
+from medhelm_core.agreement.contract import MIN_ITEMS, validate_long
+from medhelm_core.agreement.gwet import UNDEFINED as AC_UNDEFINED
+from medhelm_core.agreement.gwet import chance_corrected, gwet_weights
+from medhelm_core.agreement.kappa import UNDEFINED as KAPPA_UNDEFINED
+from medhelm_core.agreement.kappa import kappa_from_cells, kappa_weights, paired_codes
 from medhelm_core.agreement.pairs import most_shared_pair
-from medhelm_core.agreement.protocol import CLINICIAN_PAIR, POOLED, clinician_criteria, comparison_name
+from medhelm_core.agreement.protocol import CLINICIAN_PAIR, comparison_name
+from medhelm_core.agreement.scopes import chosen_benchmarks, clinician_criteria, criterion_scopes
+from medhelm_core.errors import AgreementInputError
 
 Float = NDArray[np.float64]
 ROBUST_METHODS: tuple[str, ...] = ("AC2", "kappa_qw")
@@ -50,19 +55,14 @@ ROBUST_COLUMNS: tuple[str, ...] = (
 )
 
 
+# What each coefficient needs to be defined, for the notes of its interval.
+_UNDEFINED = {"AC2": AC_UNDEFINED, "kappa_qw": KAPPA_UNDEFINED}
+
+
 def _cells(a: ArrayLike, b: ArrayLike, labels: Sequence[int]) -> tuple[Float, int]:
     """Counts of (a, b) score pairs on the scale, flattened to m*m cells, after rounding to the levels."""
-    x = np.rint(np.asarray(a, dtype=float))
-    y = np.rint(np.asarray(b, dtype=float))
-    if x.shape != y.shape or x.ndim != 1:
-        raise AgreementInputError("agreement on the scale needs two equally long score vectors")
-    levels = np.unique(np.asarray(list(labels), dtype=float))
-    off = np.setdiff1d(np.concatenate([x, y]), levels)
-    if off.size:
-        raise AgreementInputError(f"score(s) {off.tolist()} lie outside the rating scale {list(labels)}")
-    m = levels.size
-    cells = np.bincount(np.searchsorted(levels, x) * m + np.searchsorted(levels, y), minlength=m * m)
-    return cells.astype(float), m
+    x, y, m = paired_codes(a, b, labels)
+    return np.bincount(x * m + y, minlength=m * m).astype(float), m
 
 
 def _statistics(cells: Float, m: int, w_ac: Float, w_kappa: Float) -> dict[str, Float]:
@@ -70,32 +70,11 @@ def _statistics(cells: Float, m: int, w_ac: Float, w_kappa: Float) -> dict[str, 
     total = cells.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = (cells / total[:, None]).reshape(-1, m, m)
-        rows, cols = p.sum(axis=2), p.sum(axis=1)
         # Two raters per item: p_a is the mean agreement weight of the pairs, pi_k the mean of the two margins.
         pa = np.einsum("bij,ij->b", p, w_ac)
-        pi = (rows + cols) / 2
-        pe = w_ac.sum() / (m * (m - 1)) * (pi * (1 - pi)).sum(axis=1)
-        ac2 = np.where(pe < 1, (pa - pe) / (1 - pe), np.nan)
-        expected = np.einsum("bi,ij,bj->b", rows, w_kappa, cols)
-        kappa = 1 - np.einsum("bij,ij->b", p, w_kappa) / expected
-    kappa[~(expected > 0)] = np.nan
-    return {"AC2": ac2, "kappa_qw": kappa, "pa": pa, "pe": pe}
-
-
-def _interval(estimate: float, boot: Float, jack: Float, method: str, confidence: float) -> tuple[float, float, str]:
-    valid = boot[np.isfinite(boot)]
-    if not np.isfinite(estimate) or valid.size == 0:
-        return np.nan, np.nan, "no resample defines it"
-    alpha = (1 - confidence) / 2
-    levels: tuple[float, float] = (alpha, 1 - alpha)
-    if method == "bca":
-        levels = _bca_levels(estimate, valid, jack, alpha) if np.isfinite(jack).all() else (np.nan, np.nan)
-    if np.isfinite(levels).all():
-        low, high = np.quantile(valid, levels)
-        return float(low), float(high), ""
-    if np.ptp(valid) == 0:  # every resample equal (perfect agreement): the interval is a point
-        return float(valid[0]), float(valid[0]), ""
-    return np.nan, np.nan, "BCa undefined (degenerate resamples)"
+        pi = (p.sum(axis=2) + p.sum(axis=1)) / 2
+    ac2, pe = chance_corrected(pa, pi, w_ac)
+    return {"AC2": ac2, "kappa_qw": kappa_from_cells(cells, w_kappa), "pa": pa, "pe": pe}
 
 
 def scale_agreement(
@@ -143,15 +122,11 @@ def scale_agreement(
     >>> round(float(table.loc["AC2", "estimate"]), 4), round(float(table.loc["kappa_qw", "estimate"]), 4)
     (0.9637, 0.5714)
     """
-    if method not in BOOTSTRAP_METHODS:
-        raise AgreementInputError(f"bootstrap method {method!r} is unknown; use one of {', '.join(BOOTSTRAP_METHODS)}")
-    if not 0 < confidence < 1:
-        raise AgreementInputError(f"confidence must lie strictly between 0 and 1, got {confidence}")
+    check_bootstrap(method, confidence, n_resamples)
     cells, m = _cells(a, b, labels)
     n = int(cells.sum())
     w_ac = gwet_weights(labels, "quadratic")
-    grid = np.arange(m)
-    w_kappa = (grid[:, None] - grid[None, :]).astype(float) ** 2
+    w_kappa = kappa_weights(m, "quadratic")
     point = {k: float(v[0]) for k, v in _statistics(cells[None, :], m, w_ac, w_kappa).items()}
     rows = []
     for name in ROBUST_METHODS:
@@ -164,7 +139,7 @@ def scale_agreement(
             row.update(estimate=np.nan, note=f"fewer than {MIN_ITEMS} items (n={n})")
         return pd.DataFrame(rows, columns=list(ROBUST_COLUMNS[3:]))
     if n_resamples:
-        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        rng = np.random.default_rng(seed)  # a Generator passes through unchanged
         boot = _statistics(rng.multinomial(n, cells / n, size=int(n_resamples)).astype(float), m, w_ac, w_kappa)
         occupied = np.flatnonzero(cells)
         leave_out = np.repeat(cells[None, :], occupied.size, axis=0)
@@ -173,8 +148,9 @@ def scale_agreement(
         for row in rows:
             # Every item in a cell leaves the same table behind: repeat each cell's jackknife value per item.
             jack = np.repeat(jack_cells[row["method"]], cells[occupied].astype(int))
-            low, high, note = _interval(row["estimate"], boot[row["method"]], jack, method, confidence)
-            row.update(ci_low=low, ci_high=high, note=note)
+            ci = bootstrap_interval(row["estimate"], boot[row["method"]], jack, method, confidence,
+                                    undefined=_UNDEFINED[row["method"]])
+            row.update(ci_low=ci.low, ci_high=ci.high, note=ci.note)
     return pd.DataFrame(rows, columns=list(ROBUST_COLUMNS[3:]))
 
 
@@ -226,14 +202,8 @@ def robust_table(
     (['clinician-clinician', 'jury-clinician'], ['AC2', 'kappa_qw'])
     """
     data = validate_long(long)
-    data = data[data["rater_kind"] != "metric"]
-    known = sorted(data["benchmark"].unique())
-    if benchmarks:
-        unknown = [b for b in benchmarks if b not in known]
-        if unknown:
-            raise AgreementInputError(f"benchmark(s) {', '.join(unknown)} have no ratings; known: {', '.join(known)}")
-        known = list(dict.fromkeys(benchmarks))
-        data = data[data["benchmark"].isin(known)]
+    # An empty selection means all benchmarks here (the dashboard passes what the user ticked).
+    data, known = chosen_benchmarks(data[data["rater_kind"] != "metric"], benchmarks or None)
     clin = data[data["rater_kind"] == "clinician"]
     if clin.empty:
         raise AgreementInputError("there are no clinician ratings to compare with")
@@ -241,25 +211,23 @@ def robust_table(
     n_jury = int(data.loc[data["rater_kind"] == "jury", "rater_id"].nunique())
     rows: list[dict[str, object]] = []
     kwargs = {"labels": labels, "n_resamples": n_resamples, "method": method, "confidence": confidence, "seed": seed}
-    for bench, part in [(b, data[data["benchmark"] == b]) for b in known] + [(POOLED, data)]:
-        for criterion in [COMPOSITE, *rubric]:
-            scores = rater_scores(part, criterion, rubric)
-            clin_scores = scores[scores["rater_kind"] == "clinician"]
-            pairs: list[tuple[str, pd.Series, pd.Series, str]] = []
-            pair = most_shared_pair(clin_scores[["rater_id", "item_id"]])
-            if pair is not None:
-                first, second, shared, _ = pair
-                side = {r: clin_scores[clin_scores["rater_id"] == r].set_index("item_id")["score"]
-                        for r in (first, second)}
-                pairs.append((CLINICIAN_PAIR, side[first], side[second], f"pair {first} and {second}"))
-            clin_mean = clin_scores.groupby("item_id")["score"].mean()
-            others = scores[scores["rater_kind"].isin(("jury", "judge"))]
-            for (rater, kind), mine in others.groupby(["rater_id", "rater_kind"], sort=True):
-                pairs.append((comparison_name(rater, kind, n_jury), clin_mean, mine.set_index("item_id")["score"], ""))
-            for comparison, left, right, note in pairs:
-                joined = pd.concat([left, right], axis=1, join="inner").dropna()
-                frame = scale_agreement(joined.iloc[:, 0], joined.iloc[:, 1], **kwargs)
-                for rec in frame.to_dict("records"):
-                    rec["note"] = "; ".join(p for p in (note, rec["note"]) if p)
-                    rows.append({"comparison": comparison, "benchmark": bench, "criterion": criterion, **rec})
+    for bench, criterion, scores in criterion_scopes(data, known, rubric):
+        clin_scores = scores[scores["rater_kind"] == "clinician"]
+        pairs: list[tuple[str, pd.Series, pd.Series, str]] = []
+        pair = most_shared_pair(clin_scores[["rater_id", "item_id"]])
+        if pair is not None:
+            first, second, shared, _ = pair
+            side = {r: clin_scores[clin_scores["rater_id"] == r].set_index("item_id")["score"]
+                    for r in (first, second)}
+            pairs.append((CLINICIAN_PAIR, side[first], side[second], f"pair {first} and {second}"))
+        clin_mean = clin_scores.groupby("item_id")["score"].mean()
+        others = scores[scores["rater_kind"].isin(("jury", "judge"))]
+        for (rater, kind), mine in others.groupby(["rater_id", "rater_kind"], sort=True):
+            pairs.append((comparison_name(rater, kind, n_jury), clin_mean, mine.set_index("item_id")["score"], ""))
+        for comparison, left, right, note in pairs:
+            joined = pd.concat([left, right], axis=1, join="inner").dropna()
+            frame = scale_agreement(joined.iloc[:, 0], joined.iloc[:, 1], **kwargs)
+            for rec in frame.to_dict("records"):
+                rec["note"] = "; ".join(p for p in (note, rec["note"]) if p)
+                rows.append({"comparison": comparison, "benchmark": bench, "criterion": criterion, **rec})
     return pd.DataFrame(rows, columns=list(ROBUST_COLUMNS))

@@ -1,4 +1,8 @@
-"""A benchmark scope's per-(item, rater) scores for one criterion, coded once for all of its comparisons.
+"""Benchmark scopes: which benchmarks and criteria a table covers, and a scope's scores coded once.
+
+Every table of the engine is computed per scope: one block per benchmark and one ``pooled`` over all the
+benchmarks chosen (:func:`benchmark_scopes`), on the criteria the clinicians rated
+(:func:`clinician_criteria`).
 
 :func:`~medhelm_core.agreement.agreement_table` compares every jury, judge and metric with the mean
 clinician, and the clinicians with each other, in every benchmark scope and criterion: about a hundred
@@ -13,22 +17,122 @@ A pair is aligned here; :func:`~medhelm_core.agreement.pairs.pair_records` compu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from medhelm_core.agreement.contract import COMPOSITE, rater_scores
 from medhelm_core.agreement.pairs import pair_records, shared_pair_codes, zscore_within
+from medhelm_core.errors import AgreementInputError
 
 Codes = NDArray[np.intp]
 Floats = NDArray[np.float64]
+POOLED = "pooled"
 
 
-def on_scale(values: Floats, labels: Sequence[int]) -> bool:
-    """True when every score lies on the rating scale (within half a point), as the kappa needs."""
-    return bool(((values >= min(labels) - 0.5) & (values <= max(labels) + 0.5)).all())
+def chosen_benchmarks(data: pd.DataFrame, benchmarks: Sequence[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The rows of the chosen benchmarks and their names: all, sorted, when None; else as asked, each known.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        A table with a ``benchmark`` column.
+    benchmarks : sequence of str, optional
+        The benchmarks to keep (default all).
+
+    Returns
+    -------
+    rows : pandas.DataFrame
+        The rows of those benchmarks.
+    names : list of str
+        The benchmarks, sorted when all, else in the order asked without repeats.
+
+    Raises
+    ------
+    AgreementInputError
+        When an asked benchmark has no rows.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from medhelm_core.agreement.scopes import chosen_benchmarks
+    >>> d = pd.DataFrame({"benchmark": ["medi_qa", "aci_bench", "medi_qa"]})
+    >>> chosen_benchmarks(d)[1], len(chosen_benchmarks(d, ["medi_qa"])[0])
+    (['aci_bench', 'medi_qa'], 2)
+    """
+    known = sorted(data["benchmark"].unique())
+    if benchmarks is None:
+        return data, known
+    unknown = [b for b in benchmarks if b not in known]
+    if unknown:
+        raise AgreementInputError(f"benchmark(s) {', '.join(unknown)} have no ratings; known: {', '.join(known)}")
+    chosen = list(dict.fromkeys(benchmarks))
+    return data[data["benchmark"].isin(chosen)], chosen
+
+
+def benchmark_scopes(data: pd.DataFrame, benchmarks: Sequence[str]) -> list[tuple[str, pd.DataFrame]]:
+    """One scope per benchmark, in the order given, then ``pooled`` over all of ``data``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from medhelm_core.agreement.scopes import benchmark_scopes
+    >>> d = pd.DataFrame({"benchmark": ["medi_qa", "aci_bench", "medi_qa"]})
+    >>> [(name, len(rows)) for name, rows in benchmark_scopes(d, ["aci_bench", "medi_qa"])]
+    [('aci_bench', 1), ('medi_qa', 2), ('pooled', 3)]
+    """
+    return [(b, data[data["benchmark"] == b]) for b in benchmarks] + [(POOLED, data)]
+
+
+def criterion_scopes(
+    data: pd.DataFrame, benchmarks: Sequence[str], rubric: Sequence[str]
+) -> Iterator[tuple[str, str, pd.DataFrame]]:
+    """Every benchmark scope (then ``pooled``) and criterion (``composite`` first) with its scores per item and rater.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        A validated long table, already cut to the chosen benchmarks.
+    benchmarks : sequence of str
+        The benchmarks, in the order of the table.
+    rubric : sequence of str
+        The criteria, in the rubric's order; the composite is their mean.
+
+    Yields
+    ------
+    tuple of (str, str, pandas.DataFrame)
+        The benchmark (or ``pooled``), the criterion and :func:`~medhelm_core.agreement.rater_scores` of that
+        scope, each scope's scores computed from its own rows (which fixes their sums to the last bit).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from medhelm_core.agreement.scopes import criterion_scopes
+    >>> d = pd.DataFrame({"item_id": ["i1", "i2"], "rater_id": ["c1"] * 2, "rater_kind": ["clinician"] * 2,
+    ...                   "criterion": ["accuracy"] * 2, "score": [4.0, 3.0], "benchmark": ["a", "b"]})
+    >>> [(b, c, len(s)) for b, c, s in criterion_scopes(d, ["a", "b"], ["accuracy"])][:3]
+    [('a', 'composite', 1), ('a', 'accuracy', 1), ('b', 'composite', 1)]
+    """
+    for bench, part in benchmark_scopes(data, benchmarks):
+        for criterion in [COMPOSITE, *rubric]:
+            yield bench, criterion, rater_scores(part, criterion, rubric)
+
+
+def clinician_criteria(clin: pd.DataFrame, criteria: Sequence[str] | None = None) -> list[str]:
+    """The criteria to report: those the clinicians rated, in their rubric's order (accuracy, completeness,
+    clarity; not alphabetical), or the requested ones, each of which the clinicians must have rated."""
+    rubric = list(clin["criterion"].unique())  # in order of first appearance
+    if criteria is None:
+        return rubric
+    unknown = [c for c in criteria if c not in rubric]
+    if unknown:
+        raise AgreementInputError(
+            f"criterion/criteria {', '.join(unknown)} not rated by clinicians; known: {', '.join(rubric)}"
+        )
+    return list(dict.fromkeys(criteria))
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
 from medhelm_core.db.engine import transaction
-from medhelm_core.db.models import JuryRun, Study
+from medhelm_core.db.models import RunSource, Study
 from medhelm_core.errors import InputFileError, NotFoundError, ValidationError
+from medhelm_core.format import number
 from medhelm_core.studies import get_study
 
 if TYPE_CHECKING:
@@ -36,13 +37,6 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _number(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
-    # Round first so that -0.0001 prints as 0.000, not -0.000.
-    return f"{round(value, digits) + 0.0:.{digits}f}"
-
-
 def _interval(low: Any, high: Any) -> str:
     if any(v is None or not math.isfinite(float(v)) for v in (low, high)):
         return "n/a"
@@ -63,17 +57,12 @@ def aligned(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequen
 
 def _jury_run_label(session: Session, study: Study, jury_run_id: int | None) -> str:
     """Which jury run the table uses; a run id that is not this study's is an error, not an empty jury."""
-    from medhelm_core.frames import default_jury_run
+    from medhelm_core.frames import study_jury_run
 
-    runs = session.exec(select(JuryRun).where(JuryRun.study_id == study.id).order_by(JuryRun.id.desc())).all()
-    if jury_run_id is None:
-        run = default_jury_run(session, study)
-        return f"jury run {run.id} ({run.name}; {run.source}; newest with verdicts)" if run else "no jury run"
-    for run in runs:
-        if run.id == jury_run_id:
-            return f"jury run {run.id} ({run.name}; {run.source})"
-    known = ", ".join(str(r.id) for r in runs) or "none"
-    raise NotFoundError(f"study {study.name!r} has no jury run {jury_run_id} (its runs: {known})")
+    run = study_jury_run(session, study, jury_run_id)
+    if run is None:
+        return "no jury run"
+    return f"jury run {run.id} ({run.name}; {run.source}" + ("; newest with verdicts)" if jury_run_id is None else ")")
 
 
 @app.command("agreement")
@@ -159,15 +148,15 @@ def agreement_cmd(
             r["benchmark"],
             r["criterion"],
             r["method"],
-            _number(r["estimate"]),
+            number(r["estimate"]),
             _interval(r["ci_low"], r["ci_high"]),
             r["ci_method"],
             str(r["n_items"]),
             str(r["n_ratings"]),
             str(r["n_raters"]),
-            _number(r["pearson_r"]),
-            _number(r["spearman_rho"]),
-            _number(r["kappa_qw"]),
+            number(r["pearson_r"]),
+            number(r["spearman_rho"]),
+            number(r["kappa_qw"]),
             r["reading"] or "",
             r["note"] or "",
         ]
@@ -203,17 +192,18 @@ def _versions(ctx: typer.Context, study: str, baseline: int | None, benchmarks: 
                "items", "own items", "diff", "diff 95% CI", "change"]
     rows = [
         [
-            f"{r['run_id']}{' recorded' if r['source'] == 'recorded' else ''}{' (baseline)' if r['baseline'] else ''}",
+            f"{r['run_id']}{' recorded' if r['source'] == RunSource.recorded else ''}"
+            f"{' (baseline)' if r['baseline'] else ''}",
             r["criterion"],
             r["label"].split(": ", 1)[-1],
-            _number(r["estimate"]),
+            number(r["estimate"]),
             _interval(r["ci_low"], r["ci_high"]),
             _interval(r["boot_ci_low"], r["boot_ci_high"]),
-            _number(r["pearson_r"]),
-            _number(r["spearman_rho"]),
+            number(r["pearson_r"]),
+            number(r["spearman_rho"]),
             str(r["n_items"]),
             str(r["n_items_run"]),
-            "" if r["baseline"] else _number(r["diff"]),
+            "" if r["baseline"] else number(r["diff"]),
             "" if r["baseline"] else _interval(r["diff_ci_low"], r["diff_ci_high"]),
             r["change"] or "",
         ]
@@ -335,9 +325,9 @@ def icc_cmd(
     rows = [
         [
             r["type"],
-            _number(r["icc"]),
+            number(r["icc"]),
             _interval(r["ci_low"], r["ci_high"]),
-            _number(r["F"], 2),
+            number(r["F"], 2),
             "n/a" if r["df1"] is None else f"{r['df1']:g}",
             "n/a" if r["df2"] is None else f"{r['df2']:g}",
             "n/a" if r["pval"] is None else f"{r['pval']:.2g}",

@@ -1,4 +1,8 @@
-"""``medhelm audit export``: the audit trail as CSV or JSON Lines."""
+"""``medhelm audit export``: the audit trail as CSV or JSON Lines.
+
+The CSV is written by :func:`medhelm_core.csv_safe.csv_text`: an actor or study name that a spreadsheet would
+run as a formula is quoted; JSON Lines is written exactly as stored.
+"""
 
 from __future__ import annotations
 
@@ -54,13 +58,11 @@ def export_cmd(
 def _render(rows: list, fmt: str) -> str:
     if fmt == "jsonl":
         return "".join(json.dumps(r.__dict__, ensure_ascii=False, default=str) + "\n" for r in rows)
-    import csv
-    import io
+    import pandas as pd
 
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    for r in rows:
-        writer.writerow([r.id, r.at, r.actor, "" if r.user_id is None else r.user_id, r.action, r.study or "",
-                         "" if r.study_id is None else r.study_id, json.dumps(r.details, ensure_ascii=False)])
-    return buffer.getvalue()
+    from medhelm_core.csv_safe import csv_text
+
+    # object dtype keeps an id an integer (a column with a missing user id would otherwise print 3.0)
+    table = [[r.id, r.at, r.actor, "" if r.user_id is None else r.user_id, r.action, r.study or "",
+              "" if r.study_id is None else r.study_id, json.dumps(r.details, ensure_ascii=False)] for r in rows]
+    return csv_text(pd.DataFrame(table, columns=list(COLUMNS), dtype=object))

@@ -10,13 +10,16 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
 from medhelm_core.db.engine import transaction
-from medhelm_core.errors import MedhelmError, NotFoundError, ValidationError
+from medhelm_core.errors import JuryInterrupted, NotFoundError, ValidationError
+
+if TYPE_CHECKING:
+    from medhelm_core.db.models import Study
 
 jury_app = typer.Typer(help="Rate a study's items with an LLM jury (judge models through litellm).",
                        no_args_is_help=True)
@@ -73,7 +76,7 @@ def _summary_text(s: Any) -> str:
     return "\n".join(lines)
 
 
-def _execute(ctx: typer.Context, study: str, config: Any, *, dry_run: bool, retry_failed: bool,
+def _execute(ctx: typer.Context, study: Study, config: Any, *, dry_run: bool, retry_failed: bool,
              progress: bool, as_json: bool) -> None:
     from medhelm_core.jury.runner import estimate_run, run_jury
 
@@ -86,7 +89,7 @@ def _execute(ctx: typer.Context, study: str, config: Any, *, dry_run: bool, retr
             for j in estimate.judges
         ]
         lines.append(f"rubric {config.rubric.name} v{config.rubric.version}; prompt {config.prompt_label}")
-        emit({"dry_run": True, "study": study, "config_hash": config.config_hash, "versions": config.versions,
+        emit({"dry_run": True, "study": study.name, "config_hash": config.config_hash, "versions": config.versions,
               **dataclasses.asdict(estimate)}, as_json, "\n".join(lines))
         return
     display = _ProgressLine(progress)
@@ -100,16 +103,11 @@ def _execute(ctx: typer.Context, study: str, config: Any, *, dry_run: bool, retr
     emit(summary.to_dict(), as_json, _summary_text(summary))
 
 
-class JuryInterrupted(MedhelmError):
-    """Ctrl-C during a run: what was written is kept, and the same command resumes."""
-
-
-def _interrupted_message(engine: Any, study: str, config: Any) -> str:
+def _interrupted_message(engine: Any, study: Study, config: Any) -> str:
     from medhelm_core.jury.store import find_run
-    from medhelm_core.studies import get_study
 
     with transaction(engine) as session:
-        run = find_run(session, get_study(session, study), config)
+        run = find_run(session, study, config)
         done = f" after {run.calls_done} verdicts" if run is not None else ""
     return f"interrupted{done}; the verdicts written are kept: run the same command to resume"
 
@@ -160,13 +158,14 @@ def run_cmd(
     if not judges and (jury_file is None or not jury_file.judges):
         raise ValidationError("give at least one --judge MODEL, or a --config file with [[judges]]")
     with transaction(engine_for(ctx)) as session:
-        rubric = judge_rubric(session, get_study(session, study), rubric_version)
+        target = get_study(session, study)
+        rubric = judge_rubric(session, target, rubric_version)
         template = choose_template(session, name=prompt_name, version=prompt_version, jury_file=jury_file,
                                    store=not dry_run, actor="cli")
     config = build_config(rubric, judges, jury_file=jury_file, api_base=api_base, api_key_env=api_key_env,
                           temperature=temperature, max_tokens=max_tokens, concurrency=concurrency,
                           timeout=timeout, name=name, template=template)
-    _execute(ctx, study, config, dry_run=dry_run, retry_failed=retry_failed, progress=progress, as_json=as_json)
+    _execute(ctx, target, config, dry_run=dry_run, retry_failed=retry_failed, progress=progress, as_json=as_json)
 
 
 @jury_app.command("resume")
@@ -193,7 +192,7 @@ def resume_cmd(
         if run is None or run.study_id != target.id:
             raise NotFoundError(f"study {study} has no jury run {run_id} (see medhelm jury status {study})")
         config = stored_config(session, target, run).with_execution(concurrency=concurrency, timeout=timeout)
-    _execute(ctx, study, config, dry_run=dry_run, retry_failed=retry_failed, progress=progress, as_json=as_json)
+    _execute(ctx, target, config, dry_run=dry_run, retry_failed=retry_failed, progress=progress, as_json=as_json)
 
 
 @jury_app.command("status")
@@ -203,13 +202,15 @@ def status_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """List the study's jury runs: judges, rubric and prompt versions, status, verdicts, tokens and cost."""
+    from medhelm_core.db.models import RunSource
+    from medhelm_core.frames import jury_runs
     from medhelm_core.jury.run_versions import run_versions
-    from medhelm_core.jury.store import effective_status, planned_calls, run_state, study_runs
+    from medhelm_core.jury.store import effective_status, planned_calls, run_state
     from medhelm_core.studies import get_study
 
     with transaction(engine_for(ctx)) as session:
         rows = []
-        for run in study_runs(session, get_study(session, study)):
+        for run in jury_runs(session, get_study(session, study)):
             state = run_state(run)
             versions = run_versions(run, session)
             rows.append({
@@ -225,7 +226,7 @@ def status_cmd(
             })
     lines = []
     for r in rows:
-        label = " [recorded scores, not judges called here]" if r["source"] == "recorded" else ""
+        label = " [recorded scores, not judges called here]" if r["source"] == RunSource.recorded else ""
         lines.append(
             f"{r['run_id']}: {r['name']}{label}: {r['status']}, {r['done']}/{r['planned']} verdicts "
             f"({r['failed']} failed), {r['prompt_tokens'] + r['completion_tokens']:,} tokens, ${r['cost_usd']:.4f}"

@@ -11,6 +11,7 @@ import click
 import typer
 
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
+from medhelm_core.db.engine import transaction
 
 if TYPE_CHECKING:
     from medhelm_core.metrics import Progress
@@ -67,15 +68,18 @@ def metrics_cmd(
     skipped, so an interrupted run continues where it stopped. Runs offline, on the GPU if there is one.
     """
     from medhelm_core.metrics import compute_metrics, metric_specs
+    from medhelm_core.studies import get_study
 
     if not rouge_l and not bertscore:
         rouge_l = bertscore = True
     specs = metric_specs(rouge_l=rouge_l, bertscore=bertscore, use_stemmer=stemmer,
                          model=str(model) if model is not None else None, layer=layer, idf=idf)
     engine = engine_for(ctx)
+    with transaction(engine) as session:
+        target = get_study(session, study)
     bars = _ProgressBars()
     try:
-        report = compute_metrics(engine, study, specs, batch_size=batch_size, progress=bars)
+        report = compute_metrics(engine, target, specs, batch_size=batch_size, progress=bars)
     finally:
         bars.close()
     lines = [f"study {study}: {report.items} items, {report.without_reference} without a reference (skipped)"]

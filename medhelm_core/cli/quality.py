@@ -17,7 +17,7 @@ import typer
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
 from medhelm_core.db.engine import transaction
 from medhelm_core.errors import ValidationError
-from medhelm_core.studies import get_study, plan_progress, save_plan, set_speed_threshold
+from medhelm_core.studies import get_study, plan_progress, update_settings
 
 if TYPE_CHECKING:  # the heavy modules are imported by the commands that use them: `--help` stays quick
     import pandas as pd
@@ -79,25 +79,26 @@ def set_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Change the study's settings; each change is recorded in the audit trail."""
-    from medhelm_core.rating import adjudication, retest
-
     with transaction(engine_for(ctx)) as session:
         study = get_study(session, name)
+        changes: dict = {}
         if speed_threshold is not None:
-            set_speed_threshold(session, study, speed_threshold, actor="cli")
-        if retest_share is not None or retest_gap is not None:
-            share = study.retest_share if retest_share is None else retest_share
-            retest.set_retest(session, study, share, retest_gap, actor="cli")
+            changes["speed_threshold_seconds"] = speed_threshold
+        if retest_share is not None:
+            changes["retest_share"] = retest_share
+        if retest_gap is not None:
+            changes["retest_gap"] = retest_gap
         if adjudication_threshold is not None:
             value = adjudication_threshold.strip().lower()
             if value == "off":
-                points = None
+                changes["adjudication_threshold"] = None
             elif value.isdigit():
-                points = int(value)
+                changes["adjudication_threshold"] = int(value)
             else:
                 raise ValidationError(f"--adjudication-threshold takes a whole number of points or 'off', not "
                                       f"{adjudication_threshold!r}")
-            adjudication.set_threshold(session, study, points, actor="cli")
+        if changes:
+            update_settings(session, study, actor="cli", **changes)
         settings = _settings(study)
     emit(settings, as_json, _settings_text(settings))
 
@@ -130,7 +131,7 @@ def plan_cmd(
         with transaction(engine_for(ctx)) as session:
             found = get_study(session, study)
             if save:
-                save_plan(session, found, plan, actor="cli")
+                update_settings(session, found, plan=plan, actor="cli")
             progress = plan_progress(session, found, plan.raters)
         result["study"] = {"name": study, "items": progress.items_in_study, "complete_items": progress.complete_items,
                            "saved": save}

@@ -2,9 +2,18 @@
 
 SQLite: the sqlite3 online backup API copies a consistent snapshot page by page (WAL content included),
 without stopping writers for more than a moment; the backup is itself an SQLite file. PostgreSQL:
-``pg_dump --format=custom`` (a consistent snapshot) and ``pg_restore --clean --single-transaction`` (all or
-nothing). The connection string goes to the tools as a libpq URL *without* the password, which travels in
-``PGPASSWORD``, so it never shows in ``ps``.
+``pg_dump --format=custom`` (a consistent snapshot), restored by ``psql --single-transaction`` from the script
+``pg_restore --clean`` makes (all or nothing). The connection string goes to the tools as a libpq URL *without*
+the password, which travels in ``PGPASSWORD``, so it never shows in ``ps``.
+
+A restore while the app is in use is atomic with respect to its writers. On SQLite the backup API copies
+the whole file in one step under the database's write lock, and a rating takes that lock before it reads the
+revision it writes (:func:`medhelm_core.db.engine.hold_write_lock`), so it lands wholly before the restore
+or wholly on top of it. On PostgreSQL, ``pg_restore --clean`` alone drops the tables one by one and deadlocks
+with a session that holds one and waits for another; the restore therefore first takes every table of the
+schema at once (retrying until :data:`RESTORE_LOCK_WAIT` runs out), so sessions queue behind it and then see
+the restored tables. A database that stays busy is refused with a message saying so, and nothing is
+restored.
 
 A restore checks the backup's schema revision (one this version knows, or refused) and refuses to replace
 a database that holds data unless asked to (``medhelm restore --yes``).
@@ -17,6 +26,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
+import tempfile
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,15 +38,43 @@ from sqlalchemy.engine import URL, Engine, make_url
 from medhelm_core.db.audit import Actor, record_event
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.migrate import MIGRATIONS_DIR, current_revision, head_revision
-from medhelm_core.errors import DatabaseError, MedhelmError, ValidationError
+from medhelm_core.errors import BackupError, DatabaseError, ValidationError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PGDUMP_MAGIC = b"PGDMP"
 PG_TOOL_TIMEOUT = 3600
-
-
-class BackupError(MedhelmError):
-    """A backup or restore that cannot be done as asked."""
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6  # sqlite3 result codes, as the backup's progress callback gets them
+#: how long a restore keeps trying to take every table from the sessions using them (seconds)
+RESTORE_LOCK_WAIT = 60
+IN_USE = ("the database is in use: {why}, so nothing was restored and the database is as it was; stop the app "
+          "and jury runs, or run the restore again when it is quieter")
+_HELD = "other sessions (the app, a jury run, another command) held {what} for {wait} s"
+# Every table of the schema in one LOCK, retried in short tries: waiting long on one table while holding the
+# others is what deadlocks with a session that holds that table and wants one of ours.
+_LOCK_EVERY_TABLE = """\
+SET lock_timeout = '200ms';
+DO $medhelm$
+DECLARE
+  tables text;
+  deadline timestamptz := clock_timestamp() + interval '{wait} seconds';
+BEGIN
+  SELECT string_agg(format('%I.%I', schemaname, tablename), ', ') INTO tables
+    FROM pg_catalog.pg_tables WHERE schemaname = current_schema();
+  IF tables IS NULL THEN RETURN; END IF;
+  LOOP
+    BEGIN
+      EXECUTE 'LOCK TABLE ' || tables || ' IN ACCESS EXCLUSIVE MODE';
+      RETURN;
+    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+      IF clock_timestamp() > deadline THEN
+        RAISE EXCEPTION 'medhelm-restore: database in use' USING ERRCODE = 'lock_not_available';
+      END IF;
+      PERFORM pg_sleep(0.05 + random() * 0.1);
+    END;
+  END LOOP;
+END
+$medhelm$;
+"""
 
 
 @dataclass(frozen=True)
@@ -143,19 +181,59 @@ def restore_database(engine: Engine, source: Path, *, overwrite: bool = False, a
         )
     engine.dispose()  # our pooled connections must not hold the old file or old tables open
     if backend == "sqlite":
-        target_path = _sqlite_path(engine)
-        target_path.parent.mkdir(parents=True, exist_ok=True)
-        # The backup API in reverse: the live file is replaced page by page under SQLite's own locks, so
-        # other processes see the old database or the restored one, never a mix, and WAL stays coherent.
-        with closing(_sqlite_connect(source)) as src, closing(sqlite3.connect(target_path, timeout=30)) as dst:
-            src.backup(dst)
+        _restore_sqlite(source, _sqlite_path(engine))
     else:
-        _run_pg_tool("pg_restore", engine, ["--clean", "--if-exists", "--no-owner", "--no-privileges",
-                                             "--single-transaction", "--exit-on-error", str(source)])
+        _restore_postgresql(engine, source)
     engine.dispose()
     info = BackupInfo(str(source), backend, current_revision(engine), source.stat().st_size)
     _audit(engine, "database.restored", actor, info)
     return info
+
+
+class _StillBusy(Exception):
+    """Raised from the backup's progress callback to give up on a database that stays locked."""
+
+
+def _restore_sqlite(source: Path, target_path: Path) -> None:
+    target_path.parent.mkdir(parents=True, exist_ok=True)
+
+    def give_up_when_busy(status: int, _remaining: int, _total: int) -> None:
+        # Python retries a busy step for ever; one step has already waited the whole busy timeout
+        if status in (_SQLITE_BUSY, _SQLITE_LOCKED):
+            raise _StillBusy
+
+    # The backup API in reverse, in ONE step (pages=-1): the step holds the live database's write lock from
+    # the first page to the last, so other connections see the old database or the restored one, never a mix,
+    # and WAL stays coherent; a writer waits for the lock (see the module's docstring).
+    with closing(_sqlite_connect(source)) as src, \
+            closing(sqlite3.connect(target_path, timeout=RESTORE_LOCK_WAIT)) as dst:
+        try:
+            src.backup(dst, pages=-1, progress=give_up_when_busy)
+        except _StillBusy:
+            raise BackupError(IN_USE.format(why=_HELD.format(what="it", wait=RESTORE_LOCK_WAIT))) from None
+        except sqlite3.Error as exc:
+            raise BackupError(f"cannot restore into {target_path}: {exc}; nothing was restored") from None
+
+
+def _restore_postgresql(engine: Engine, source: Path) -> None:
+    """``source`` restored in one transaction that first takes every table (see the module's docstring)."""
+    with tempfile.TemporaryDirectory(prefix="medhelm-restore-") as tmp:  # 0700: the script holds the data
+        script = Path(tmp) / "restore.sql"
+        # the whole script first: psql would commit a script that pg_restore broke off half-way
+        _tool_output(["pg_restore", "--clean", "--if-exists", "--no-owner", "--no-privileges", "--exit-on-error",
+                      f"--file={script}", str(source)])
+        lock = Path(tmp) / "lock.sql"
+        lock.write_text(_LOCK_EVERY_TABLE.replace("{wait}", str(RESTORE_LOCK_WAIT)), encoding="utf-8")
+        try:
+            _run_pg_tool("psql", engine, ["--no-psqlrc", "--quiet", "--single-transaction",
+                                          "--set=ON_ERROR_STOP=1", f"--file={lock}", f"--file={script}"])
+        except BackupError as exc:
+            message = str(exc)
+            if "medhelm-restore: database in use" in message or "lock timeout" in message:
+                raise BackupError(IN_USE.format(why=_HELD.format(what="its tables", wait=RESTORE_LOCK_WAIT))) from None
+            if "deadlock detected" in message:
+                raise BackupError(IN_USE.format(why="another session deadlocked with the restore")) from None
+            raise BackupError(f"{message}; nothing was restored (the restore is one transaction)") from None
 
 
 def _audit(engine: Engine, action: str, actor: Actor, info: BackupInfo) -> None:
@@ -234,6 +312,9 @@ def _tool_output(command: list[str], env: dict[str, str] | None = None) -> str:
         raise BackupError(f"{tool} did not finish within {PG_TOOL_TIMEOUT} s") from None
     if done.returncode != 0:
         lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        raise BackupError(f"{tool} failed: {lines[-1] if lines else f'exit code {done.returncode}'}")
+        # the first ERROR says what went wrong; the lines after it ("Command was: ...", CONTEXT) only where
+        errors = [line for line in lines if "ERROR:" in line or "FATAL:" in line]
+        said = (errors or lines[-1:] or [f"exit code {done.returncode}"])[0]
+        raise BackupError(f"{tool} failed: {said.strip()}")
     return done.stdout
 

@@ -15,6 +15,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
+from medhelm_core.db.engine import database_error
 from medhelm_core.errors import DatabaseError
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -57,7 +58,7 @@ def require_current_schema(engine: Engine) -> None:
     try:
         rev = current_revision(engine)
     except Exception as exc:  # connection refused, bad URL, unreadable file
-        raise DatabaseError(f"cannot open the database: {exc}") from exc
+        raise database_error(exc, "cannot open the database") from exc  # never the host, port or user
     if rev != head_revision():
         state = "empty" if rev is None else f"at revision {rev}"
         raise DatabaseError(f"the database is {state}, not at {head_revision()}: run `medhelm init`")

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 
@@ -57,6 +57,28 @@ class VerdictStatus(StrEnum):
 
     ok = "ok"
     failed = "failed"
+
+
+class RunStatus(StrEnum):
+    """Where a jury run stands. ``interrupted`` is never stored: it is how a ``running`` run whose worker
+    stopped writing heartbeats reads (:func:`medhelm_core.jury.store.effective_status`)."""
+
+    pending = "pending"
+    running = "running"
+    stopping = "stopping"
+    stopped = "stopped"
+    finished = "finished"
+    failed = "failed"
+    #: the status of a run of imported scores, which no worker ever runs
+    recorded = "recorded"
+    interrupted = "interrupted"
+
+
+class RunSource(StrEnum):
+    """Where a jury run's verdicts come from: judges we called, or scores imported from elsewhere."""
+
+    litellm = "litellm"
+    recorded = "recorded"
 
 
 class Rubric(SQLModel, table=True):
@@ -289,21 +311,33 @@ class PromptTemplate(SQLModel, table=True):
     created_at: datetime = _when()
 
 
+#: the runs a worker holds; the partial unique index on JuryRun (and its migration, 0006) says it in SQL
+ACTIVE_RUN_CLAUSE = "source = 'litellm' AND status IN ('running', 'stopping')"
+
+
 class JuryRun(SQLModel, table=True):
     """One run of a jury over a study's items.
 
     ``config`` is the frozen jury configuration (judges, prompt template, rubric, temperature) whose hash
     keys the verdict cache. ``source`` is ``litellm`` for judges we called, or ``recorded`` for scores
     imported from elsewhere (such as MedHELM's published jury means), which the UI labels as such.
+
+    At most one run per (study, config hash) is active (``running`` or ``stopping``): the database refuses a
+    second, so the same configuration started twice at once cannot pay for every call twice.
     """
+
+    __table_args__ = (
+        Index("uq_juryrun_one_active_per_config", "study_id", "config_hash", unique=True,
+              sqlite_where=text(ACTIVE_RUN_CLAUSE), postgresql_where=text(ACTIVE_RUN_CLAUSE)),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     study_id: int = Field(foreign_key="study.id", index=True, ondelete="CASCADE")
     name: str = Field(max_length=200)
-    source: str = Field(default="litellm", max_length=30)
+    source: str = Field(default=RunSource.litellm.value, max_length=30)
     config: dict[str, Any] = _json()
     config_hash: str = Field(default="", max_length=64, index=True)
-    status: str = Field(default="pending", max_length=30)
+    status: str = Field(default=RunStatus.pending.value, max_length=30)
     calls_done: int = 0
     calls_failed: int = 0
     prompt_tokens: int = 0

@@ -3,9 +3,9 @@
 Pure functions (no Streamlit) shared by ``pages/agreement.py`` and the calibration report
 (:mod:`medhelm_core.report`), so the page and the report show the same figures:
 
-- :mod:`~medhelm_core.figures.data`: :func:`load_dashboard_data` (ids and scores only, the jury mean
-  over surviving judges, each judge, the headline metrics) and :func:`data_version`, the cheap
-  fingerprint that keys the page's cache.
+- :mod:`~medhelm_core.figures.data`: :func:`load_dashboard_data`, the study's scores as the dashboard's
+  view model, read through :mod:`medhelm_core.frames` (which also gives :func:`data_version`, the cheap
+  fingerprint that keys the page's cache, and the jury runs to choose from).
 - :mod:`~medhelm_core.figures.tables`: :func:`compute_agreement` (the agreement engine, filtered by
   benchmark and model), :func:`headline_table` (the paper's four comparisons), :func:`judge_table`,
   :func:`item_means`, :func:`bland_altman`, :func:`clinician_leniency`, :func:`score_distribution`,
@@ -14,13 +14,15 @@ Pure functions (no Streamlit) shared by ``pages/agreement.py`` and the calibrati
 - :mod:`~medhelm_core.figures.drilldown`: one item with every clinician's and judge's word on it.
 - :mod:`~medhelm_core.figures.jury_versions` and :mod:`~medhelm_core.figures.alignment_charts`: the
   judge-alignment loop: agreement per jury version against the clinicians' ceiling, and which judges to trust.
-- :mod:`~medhelm_core.figures.agreement_figures`: the page's figures kept current without making it wait:
+- :mod:`~medhelm_core.figures.cache`: the page's figures kept current without making it wait:
   :func:`agreement_figures` (current figures, or older ones marked stale while a background thread
   computes the current ones), :func:`fresh_figures` (for exports), :func:`freshness_note`, over the
   store of :mod:`~medhelm_core.figures.refresh`.
 """
 
-from medhelm_core.figures.agreement_figures import (
+from medhelm_core.errors import NotEnoughRatingsError
+from medhelm_core.figures.alignment_charts import judge_subset_chart, version_chart
+from medhelm_core.figures.cache import (
     AgreementFigures,
     CriterionViews,
     FigureKey,
@@ -35,7 +37,6 @@ from medhelm_core.figures.agreement_figures import (
     study_data,
     wait_for_updates,
 )
-from medhelm_core.figures.alignment_charts import judge_subset_chart, version_chart
 from medhelm_core.figures.charts import (
     ITEM_SELECTION,
     MAX_POINTS,
@@ -51,10 +52,6 @@ from medhelm_core.figures.data import (
     METRIC_LABELS,
     DashboardData,
     JuryRunInfo,
-    data_version,
-    default_jury_run,
-    judge_scores_frame,
-    jury_runs,
     load_dashboard_data,
 )
 from medhelm_core.figures.drilldown import ItemDetail, item_detail
@@ -69,7 +66,6 @@ from medhelm_core.figures.refresh import Lookup, RefreshStore, Snapshot
 from medhelm_core.figures.tables import (
     HEADLINE_COLUMNS,
     HEADLINE_COMPARISONS,
-    NotEnoughRatingsError,
     bland_altman,
     clinician_leniency,
     compute_agreement,
@@ -85,6 +81,7 @@ from medhelm_core.figures.tables import (
     robust_agreement,
     score_distribution,
 )
+from medhelm_core.frames import comparable_runs, data_version, default_jury_run, jury_runs
 
 __all__ = [
     "judge_subset_table",
@@ -119,6 +116,7 @@ __all__ = [
     "compute_agreement",
     "compute_figures",
     "criterion_views",
+    "comparable_runs",
     "data_version",
     "default_jury_run",
     "display_comparison",
@@ -133,7 +131,6 @@ __all__ = [
     "item_detail",
     "item_means",
     "judge_chart",
-    "judge_scores_frame",
     "judge_table",
     "jury_runs",
     "largest_disagreements",

@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
-from medhelm_core.db.models import Item, JudgeVerdict, RatingSubmission, Study, User
-from medhelm_core.errors import NotFoundError
+from medhelm_core.db.models import Study
+from medhelm_core.frames import item_clinicians_frame, item_verdicts_frame
+from medhelm_core.studies import study_item
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,20 @@ class ItemDetail:
     #: one row per judge of the run: judge, status, score_<criterion> ..., explanation_<criterion> ..., error
     judges: pd.DataFrame
 
+    @property
+    def judge_scores(self) -> pd.DataFrame:
+        """:attr:`judges` without the explanations (they run long; :meth:`explanations` lists them)."""
+        return self.judges[[c for c in self.judges.columns if not c.startswith("explanation_")]]
+
+    def explanations(self) -> list[tuple[str, str, str]]:
+        """Each judge's explanation per criterion, as (judge, criterion, text), leaving out empty ones."""
+        return [
+            (record["judge"], key.removeprefix("explanation_"), value)
+            for record in self.judges.to_dict("records")
+            for key, value in record.items()
+            if key.startswith("explanation_") and isinstance(value, str) and value
+        ]
+
 
 def item_detail(session: Session, study: Study, item_id: int, jury_run_id: int | None = None) -> ItemDetail:
     """The item ``item_id`` of ``study`` with its clinicians' latest submissions and the run's verdicts.
@@ -42,44 +57,7 @@ def item_detail(session: Session, study: Study, item_id: int, jury_run_id: int |
     >>> detail = item_detail(session, study, 42, jury_run_id=3)  # doctest: +SKIP
     >>> detail.judges[["judge", "status", "score_accuracy", "explanation_accuracy"]]  # doctest: +SKIP
     """
-    item = session.get(Item, item_id)
-    if item is None or item.study_id != study.id:
-        raise NotFoundError(f"study {study.name!r} has no item {item_id}")
-    submissions = session.exec(
-        select(RatingSubmission, User.username)
-        .join(User, User.id == RatingSubmission.rater_id)
-        .where(RatingSubmission.item_id == item.id, RatingSubmission.retest == False)  # noqa: E712 - not repeats
-        .order_by(User.username, col(RatingSubmission.revision).desc())
-    ).all()
-    latest: dict[str, dict] = {}
-    for sub, name in submissions:
-        if name in latest:
-            continue
-        latest[name] = {
-            "clinician": name,
-            "revision": sub.revision,
-            "submitted_at": sub.submitted_at.isoformat(timespec="minutes"),
-            **{f"score_{k}": v for k, v in sub.scores.items()},
-            "comment": sub.comment,
-            "flag": sub.flag or "",
-        }
-    judges: list[dict] = []
-    if jury_run_id is not None:
-        verdicts = session.exec(
-            select(JudgeVerdict)
-            .where(JudgeVerdict.jury_run_id == jury_run_id, JudgeVerdict.item_id == item.id)
-            .order_by(JudgeVerdict.judge)
-        ).all()
-        for v in verdicts:
-            judges.append(
-                {
-                    "judge": v.judge,
-                    "status": v.status,
-                    **{f"score_{k}": s for k, s in v.scores.items()},
-                    **{f"explanation_{k}": e for k, e in v.explanations.items()},
-                    "error": v.error or "",
-                }
-            )
+    item = study_item(session, study, item_id)
     return ItemDetail(
         item_id=int(item.id),
         benchmark=item.benchmark,
@@ -88,6 +66,6 @@ def item_detail(session: Session, study: Study, item_id: int, jury_run_id: int |
         input_text=item.input_text,
         output_text=item.output_text,
         reference_text=item.reference_text,
-        clinicians=pd.DataFrame(list(latest.values())),
-        judges=pd.DataFrame(judges),
+        clinicians=item_clinicians_frame(session, item.id),
+        judges=item_verdicts_frame(session, jury_run_id, item.id) if jury_run_id is not None else pd.DataFrame(),
     )

@@ -23,9 +23,9 @@ from sqlmodel import Session
 from medhelm_core.agreement import COMPOSITE, clinician_ceiling, leave_one_clinician_out
 from medhelm_core.agreement.jury_versions import VERSION_COLUMNS
 from medhelm_core.db.models import Study
-from medhelm_core.errors import NotFoundError
 from medhelm_core.figures.jury_versions_data import RUN_COLUMNS, load_version_inputs, version_table
 from medhelm_core.figures.refresh import Lookup, RefreshStore
+from medhelm_core.studies import get_study_by_id
 
 
 @dataclass(frozen=True)
@@ -39,10 +39,10 @@ class VersionKey:
 
     @classmethod
     def of(
-        cls, engine: Engine, study_id: int, benchmarks: Sequence[str] = (), baseline: int | None = None
+        cls, engine: Engine, study: Study, benchmarks: Sequence[str] = (), baseline: int | None = None
     ) -> VersionKey:
         """The key of these choices on ``engine``'s database (its URL without the password)."""
-        return cls(engine.url.render_as_string(hide_password=True), int(study_id), tuple(benchmarks), baseline)
+        return cls(engine.url.render_as_string(hide_password=True), int(study.id), tuple(benchmarks), baseline)
 
 
 @dataclass(frozen=True)
@@ -96,10 +96,7 @@ def compute_version_figures(
 
 def _compute(engine: Engine, key: VersionKey) -> VersionFigures:
     with Session(engine) as session:
-        study = session.get(Study, key.study_id)
-        if study is None:
-            raise NotFoundError(f"study {key.study_id} no longer exists")
-        return compute_version_figures(session, study, key.benchmarks, key.baseline)
+        return compute_version_figures(session, get_study_by_id(session, key.study_id), key.benchmarks, key.baseline)
 
 
 def version_figures(engine: Engine, key: VersionKey, version: Hashable) -> Lookup[VersionFigures]:

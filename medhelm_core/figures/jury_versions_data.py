@@ -2,7 +2,7 @@
 
 Each jury run of a study that holds a surviving verdict (judges called here, or recorded scores) becomes
 one version to compare: its jury score per item and criterion is the mean over its surviving (``ok``)
-judges, as :func:`medhelm_core.figures.data.load_dashboard_data` computes it, and its label says what it
+judges, :func:`medhelm_core.frames.jury_means` (what every other reader of the jury uses), and its label says what it
 used (judges, rubric version, prompt template version). :func:`study_version_agreement` hands both to
 :func:`medhelm_core.agreement.jury_versions.version_agreement`.
 """
@@ -13,13 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from medhelm_core.agreement.jury_versions import version_agreement
-from medhelm_core.db.models import JudgeVerdict, JuryRun, Study
+from medhelm_core.db.models import Study
 from medhelm_core.errors import NotFoundError
-from medhelm_core.figures.data import judge_scores_frame
-from medhelm_core.frames import clinician_ratings_frame, without_items
+from medhelm_core.frames import clinician_ratings_frame, comparable_runs, judge_scores_frame, jury_means, without_items
 from medhelm_core.jury.run_versions import RunVersions, run_versions
 from medhelm_core.rating.gold import gold_item_ids
 
@@ -38,17 +37,6 @@ class VersionInputs:
     clinicians: pd.DataFrame = field(hash=False, compare=False)
     juries: pd.DataFrame = field(hash=False, compare=False)
     runs: tuple[RunVersions, ...] = ()
-
-
-def comparable_runs(session: Session, study: Study) -> list[JuryRun]:
-    """The study's jury runs with at least one surviving verdict, oldest first."""
-    with_verdicts = select(JudgeVerdict.jury_run_id).where(JudgeVerdict.status == "ok").distinct()
-    return list(session.exec(
-        select(JuryRun)
-        .where(JuryRun.study_id == study.id, col(JuryRun.id).in_(with_verdicts),
-               col(JuryRun.source).in_(["litellm", "recorded"]))
-        .order_by(col(JuryRun.id))
-    ).all())
 
 
 def load_version_inputs(session: Session, study: Study, run_ids: Sequence[int] | None = None) -> VersionInputs:
@@ -89,8 +77,7 @@ def load_version_inputs(session: Session, study: Study, run_ids: Sequence[int] |
     parts = []
     for run, info in zip(runs, infos, strict=True):
         scores = judge_scores_frame(session, run.id)
-        ok = scores[scores["status"] == "ok"].dropna(subset=["criterion"])
-        means = ok.groupby(["item_id", "criterion"], as_index=False)["score"].mean()
+        means = jury_means(scores.assign(item_id=scores["item_id"].astype(str)))
         parts.append(means.assign(run_id=int(run.id), label=info.label))
     juries = pd.concat(parts, ignore_index=True)[JURY_COLUMNS] if parts else pd.DataFrame(columns=JURY_COLUMNS)
     clinicians = clinician_ratings_frame(session, study)

@@ -15,17 +15,17 @@ import pandas as pd
 from medhelm_core.agreement import (
     CLINICIAN_PAIR,
     COMPOSITE,
-    JUDGE_SUBSET_COLUMNS,
-    MIN_ITEMS,
     POOLED,
     agreement_table,
     judge_subset_agreement,
-    loco_from_scores,
     rater_scores,
+    robust_table,
     validate_long,
 )
-from medhelm_core.agreement.robust import robust_table
-from medhelm_core.errors import MedhelmError
+from medhelm_core.agreement.contract import MIN_ITEMS
+from medhelm_core.agreement.incomplete import loco_from_scores
+from medhelm_core.agreement.judges import JUDGE_SUBSET_COLUMNS
+from medhelm_core.errors import NotEnoughRatingsError
 from medhelm_core.figures.data import HEADLINE_METRICS, METRIC_LABELS, DashboardData
 
 JURY = "jury-clinician"
@@ -54,10 +54,6 @@ _MISSING_NOTES = {
     JURY: "no jury scores yet",
     **{f"{label}-clinician": f"no {label} scores yet" for label in HEADLINE_METRICS.values()},
 }
-
-
-class NotEnoughRatingsError(MedhelmError):
-    """Too few clinician ratings for any agreement figure: the page says so instead of drawing empty charts."""
 
 
 def display_comparison(name: str) -> str:

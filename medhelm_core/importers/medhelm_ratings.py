@@ -20,10 +20,24 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from medhelm_core.db.models import RECORDED_RATER, JudgeVerdict, JuryRun, Role, Study, User, VerdictStatus, utcnow
+from medhelm_core.accounts.users import USERNAME_RE
+from medhelm_core.db.models import (
+    RECORDED_RATER,
+    JudgeVerdict,
+    JuryRun,
+    Role,
+    RunSource,
+    RunStatus,
+    Study,
+    User,
+    VerdictStatus,
+    utcnow,
+)
 from medhelm_core.errors import InputFileError, ValidationError
+from medhelm_core.importers.limits import ReadBudget
 from medhelm_core.importers.records import ImportReport, ItemRecord, require_text, store_items, validation_at
 from medhelm_core.importers.tabular import csv_header, csv_rows
+from medhelm_core.importers.values import check_text
 from medhelm_core.rating.ratings import record_rating
 from medhelm_core.rubric import RubricSpec
 
@@ -44,9 +58,19 @@ def looks_like_medhelm_ratings(header: list[str]) -> bool:
 
 
 def import_medhelm_ratings(
-    session: Session, study: Study, rubric: RubricSpec, path: Path, column_map: dict[str, str], report: ImportReport
+    session: Session,
+    study: Study,
+    rubric: RubricSpec,
+    path: Path,
+    column_map: dict[str, str],
+    report: ImportReport,
+    budget: ReadBudget | None = None,
 ) -> None:
-    """Import one MedHELM ratings CSV into ``study`` inside the caller's transaction."""
+    """Import one MedHELM ratings CSV into ``study`` inside the caller's transaction.
+
+    Every row is checked before anything is written: rater ids follow the rules of usernames, name no
+    account this kind of import did not create, and rate an item at most once per file.
+    """
     source = str(path)
     header = csv_header(path, column_map)
     needed = list(REQUIRED_COLUMNS) + rubric.criterion_names
@@ -55,16 +79,28 @@ def import_medhelm_ratings(
         raise InputFileError(source, f"missing column(s) {', '.join(missing)}", line=1)
     jury_columns = {c: f"{JURY_PREFIX}{c}" for c in rubric.criterion_names if f"{JURY_PREFIX}{c}" in header}
 
-    rows = list(csv_rows(path, column_map))
+    rows = list(csv_rows(path, column_map, budget))
     records: dict[tuple[str, str, str], ItemRecord] = {}
     jury: dict[tuple[str, str, str], tuple[int, dict[str, float]]] = {}
+    rated: dict[tuple[str, tuple[str, str, str]], int] = {}
+    rater_lines: dict[str, int] = {}
     for line, row in rows:
         key = (
             require_text(row["dataset_name"], source, line, "dataset_name").strip(),
             require_text(row["instance_id"], source, line, "instance_id").strip(),
             require_text(row["model_key"], source, line, "model_key").strip(),
         )
-        require_text(row["rater_id"], source, line, "rater_id")
+        rater = _rater_id(row["rater_id"], source, line)
+        for column in ("specialty", "team"):  # kept on the rater's account
+            if isinstance(row.get(column), str):
+                check_text(row[column], source, line, column)
+        rater_lines.setdefault(rater, line)
+        if (rater, key) in rated:
+            raise InputFileError(
+                source, f"rater {rater!r} rates item {key} twice (first at line {rated[(rater, key)]}); "
+                "a file holds one rating per rater and item", line=line, field="rater_id",
+            )
+        rated[(rater, key)] = line
         if key not in records:
             records[key] = ItemRecord(
                 benchmark=key[0],
@@ -91,6 +127,7 @@ def import_medhelm_ratings(
                 )
             jury.setdefault(key, (line, scores))
 
+    _check_existing_raters(session, rater_lines, source)
     items = store_items(session, study, list(records.values()), report)
     raters = _clinicians(session, rows, report)
     for line, row in rows:
@@ -127,6 +164,42 @@ def _jury_score(value: Any, rubric: RubricSpec, criterion: str, source: str, lin
     return score
 
 
+def _rater_id(value: Any, source: str, line: int) -> str:
+    """A rater id that is a valid username (it becomes one), or an error naming the line and field."""
+    rater = require_text(value, source, line, "rater_id").strip()
+    if not USERNAME_RE.fullmatch(rater):
+        raise InputFileError(
+            source, f"rater id {rater[:40]!r}{'...' if len(rater) > 40 else ''} is not a valid username: "
+            "2 to 150 letters, digits or _ . @ - (no spaces)", line=line, field="rater_id",
+        )
+    return rater
+
+
+def is_imported_rater(user: User) -> bool:
+    """True for an account a ratings import created: a clinician with no password, marked ``recorded_rater``.
+
+    Only those may receive a file's ratings: writing under a real account would put words in a person's
+    mouth (and the audit trail would show them as theirs).
+    """
+    return bool((user.meta or {}).get(RECORDED_RATER)) and user.password_hash is None and (
+        user.role == Role.clinician.value
+    )
+
+
+def _check_existing_raters(session: Session, rater_lines: dict[str, int], source: str) -> None:
+    """Refuse a rater id that names an account other than an imported rater, naming its first line."""
+    names = list(rater_lines)
+    for start in range(0, len(names), 500):  # keeps the IN list within every database's parameter limit
+        chunk = names[start:start + 500]
+        for user in session.exec(select(User).where(User.username.in_(chunk))).all():
+            if not is_imported_rater(user):
+                raise InputFileError(
+                    source, f"rater id {user.username!r} is an existing account, not a rater imported from a "
+                    "ratings file; ratings from a file are never recorded under a person's account (rename the "
+                    "rater in the file)", line=rater_lines[user.username], field="rater_id",
+                )
+
+
 def _clinicians(session: Session, rows: list[tuple[int, dict[str, Any]]], report: ImportReport) -> dict[str, User]:
     """Get or create one clinician account per rater id (no password: they cannot sign in until given one).
 
@@ -158,7 +231,7 @@ def _store_recorded_jury(
     path: Path,
 ) -> None:
     config = {
-        "source": "recorded",
+        "source": RunSource.recorded.value,
         "description": "MedHELM's published jury mean per item and criterion (not judges called by this app)",
         "judges": list(MEDHELM_JUDGES),
         "aggregation": "mean over judges",
@@ -168,17 +241,17 @@ def _store_recorded_jury(
     config_hash = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
     run = session.exec(
         select(JuryRun).where(
-            JuryRun.study_id == study.id, JuryRun.source == "recorded", JuryRun.name == RECORDED_RUN_NAME
+            JuryRun.study_id == study.id, JuryRun.source == RunSource.recorded, JuryRun.name == RECORDED_RUN_NAME
         )
     ).first()
     if run is None:
         run = JuryRun(
             study_id=study.id,
             name=RECORDED_RUN_NAME,
-            source="recorded",
+            source=RunSource.recorded,
             config=config,
             config_hash=config_hash,
-            status="recorded",
+            status=RunStatus.recorded,
             finished_at=utcnow(),
         )
         session.add(run)

@@ -14,7 +14,7 @@
 Importing this package does not import litellm; only running judges does.
 """
 
-from medhelm_core.jury.calls import MissingCredentialsError
+from medhelm_core.errors import MissingCredentialsError, RunBusyError
 from medhelm_core.jury.config import JudgeSpec, JuryConfig, JuryFile, build_config, load_jury_file
 from medhelm_core.jury.cost import JuryEstimate, price_per_token
 from medhelm_core.jury.parse import ParsedVerdict, VerdictParseError, parse_verdict
@@ -22,7 +22,7 @@ from medhelm_core.jury.prompt import DEFAULT_TEMPLATE, render_prompt
 from medhelm_core.jury.results import criterion_means, item_jury_scores, verdict_scores_frame
 from medhelm_core.jury.run_versions import RunVersions, choose_template, run_versions, stored_config
 from medhelm_core.jury.runner import Progress, RunSummary, estimate_run, prepare_run, run_jury, run_jury_async
-from medhelm_core.jury.store import RunBusyError, effective_status, planned_calls, request_stop, study_runs
+from medhelm_core.jury.store import effective_status, planned_calls, request_stop
 from medhelm_core.jury.templates import (
     TemplateVersion,
     get_template_version,
@@ -66,6 +66,5 @@ __all__ = [
     "run_versions",
     "save_template_version",
     "stored_config",
-    "study_runs",
     "verdict_scores_frame",
 ]

@@ -15,6 +15,8 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from medhelm_core.db.models import Study
+from medhelm_core.jury.calls import redact, secret_values
 from medhelm_core.jury.config import JuryConfig
 from medhelm_core.jury.runner import RunSummary, prepare_run, run_jury
 from medhelm_core.jury.store import request_stop
@@ -36,11 +38,13 @@ _LOCK = threading.Lock()
 
 
 def start_in_background(
-    engine: Engine, study: str, config: JuryConfig, *, retry_failed: bool = False, actor: Any = None
+    engine: Engine, study: Study, config: JuryConfig, *, retry_failed: bool = False, actor: Any = None
 ) -> int:
     """Start (or resume) the jury run for ``config`` in a daemon thread; returns the run's id at once.
 
-    Raises :class:`medhelm_core.jury.store.RunBusyError` if the run is already being worked on.
+    Raises :class:`medhelm_core.errors.RunBusyError` if the run is already being worked on by another
+    process; if another process claims it between this check and the thread's start, the thread ends with
+    that error (:func:`background_error`) and calls nobody.
     """
     with _LOCK:
         run_id = prepare_run(engine, study, config)
@@ -54,18 +58,12 @@ def start_in_background(
                 entry.summary = run_jury(engine, study, config, retry_failed=retry_failed, stop=entry.stop,
                                          actor=actor)
             except Exception as exc:  # noqa: BLE001 - the page shows it; the run row says failed
-                entry.error = str(exc)
+                entry.error = redact(str(exc), secret_values(config))  # the page shows it
 
         entry.thread = threading.Thread(target=work, name=f"jury-run-{run_id}", daemon=True)
         _RUNS[run_id] = entry
         entry.thread.start()
         return run_id
-
-
-def running_here(run_id: int) -> bool:
-    """Whether this process has a live thread working on the run."""
-    entry = _RUNS.get(run_id)
-    return entry is not None and entry.thread.is_alive()
 
 
 def background_error(run_id: int) -> str | None:

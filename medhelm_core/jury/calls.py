@@ -12,16 +12,17 @@ other call to that judge would fail the same way.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from medhelm_core.db.models import VerdictStatus
-from medhelm_core.errors import MedhelmError
+from medhelm_core.errors import MissingCredentialsError, ValidationError
 from medhelm_core.jury.config import JudgeSpec, JuryConfig
 from medhelm_core.jury.cost import usage_and_cost
 from medhelm_core.jury.parse import VerdictParseError, parse_verdict
@@ -31,10 +32,6 @@ from medhelm_core.jury.store import VerdictOutcome, WorkItem
 REMINDER_SEPARATOR = "\n\n----- answer after a reminder -----\n\n"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 _RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
-
-
-class MissingCredentialsError(MedhelmError):
-    """A judge has no usable API key; the message names the environment variable to set."""
 
 
 class CallFailed(Exception):
@@ -53,21 +50,43 @@ def load_litellm() -> Any:
     return litellm
 
 
-def secret_values() -> list[str]:
-    """Values of environment variables that look like keys, to redact from anything stored."""
+def secret_values(config: JuryConfig | None = None) -> list[str]:
+    """Values to redact from anything stored: every judge's key, and variables that look like keys.
+
+    A judge's key is redacted whatever its variable is called (``api_key_env = "JUDGE_CRED"``); a name
+    with KEY, TOKEN, SECRET or PASSWORD in it is redacted without being configured (the provider's own
+    variables, which litellm reads). Values shorter than 8 characters are left alone: "x" for a local
+    server is no secret, and replacing it would garble every answer.
+    """
+    configured = {j.api_key_env for j in config.judges if j.api_key_env} if config is not None else set()
     return sorted(
-        (v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8),
+        {v for k, v in os.environ.items() if (k in configured or _SECRET_NAME.search(k)) and len(v) >= 8},
         key=len,
         reverse=True,
     )
 
 
 def redact(text: str, secrets: list[str]) -> str:
-    """Replace every known secret in ``text`` (an error message, an answer) by ``***``."""
+    """Replace every known secret in ``text`` (an error message, an answer) by ``***``.
+
+    This is the one redaction of anything a call or a run produced: the runner applies it to each
+    outcome before it is stored (:func:`redact_outcome`) and to the error a run ends with.
+    """
     for s in secrets:
         if s in text:
             text = text.replace(s, "***")
     return re.sub(r"\b(sk|sk-ant|sk-proj)-[A-Za-z0-9_\-]{12,}", r"\1-***", text)
+
+
+def redact_outcome(outcome: VerdictOutcome, secrets: list[str]) -> VerdictOutcome:
+    """The outcome with every secret taken out of the text a judge or its server sent (answer, error,
+    explanations), ready to be stored."""
+    return replace(
+        outcome,
+        raw_response=redact(outcome.raw_response, secrets),
+        error=redact(outcome.error, secrets) if outcome.error else outcome.error,
+        explanations={k: redact(v, secrets) for k, v in outcome.explanations.items()},
+    )
 
 
 def _key_variables(litellm: Any, judge: JudgeSpec) -> list[str]:
@@ -107,6 +126,18 @@ def check_credentials(litellm: Any, config: JuryConfig) -> None:
                 raise MissingCredentialsError(credentials_message(litellm, judge))
         elif _key_variables(litellm, judge):
             raise MissingCredentialsError(credentials_message(litellm, judge))
+
+
+def check_config_holds_no_key(config: JuryConfig) -> None:
+    """Refuse a configuration that carries a key's value (in an API base's path or query, a model or run
+    name): the configuration is stored with the run, and redacting it would send the calls elsewhere."""
+    stored = json.dumps(config.to_dict(), ensure_ascii=False)
+    if any(value in stored for value in secret_values(config)):
+        variables = sorted({j.api_key_env for j in config.judges if j.api_key_env} | {"a *_KEY variable"})
+        raise ValidationError(
+            f"the jury configuration holds the value of a key ({' or '.join(variables)}), and it is stored with "
+            "the run; keep the key in its environment variable only"
+        )
 
 
 def _classify(litellm: Any, exc: BaseException) -> str:
@@ -192,11 +223,11 @@ async def complete(litellm: Any, judge: JudgeSpec, config: JuryConfig, messages:
     raise CallFailed(f"gave up after {config.max_retries + 1} attempts; last error: {last}")
 
 
-async def judge_item(litellm: Any, config: JuryConfig, work: WorkItem, secrets: list[str]) -> VerdictOutcome:
+async def judge_item(litellm: Any, config: JuryConfig, work: WorkItem) -> VerdictOutcome:
     """Ask one judge about one item; parse its answer, reminding it once if the answer cannot be read.
 
-    Always returns an outcome (ok or failed with the reason and the raw text); only missing credentials
-    and cancellation propagate.
+    Always returns an outcome (ok or failed with the reason and the raw text, not yet redacted: the runner
+    redacts it on its way to the database); only missing credentials and cancellation propagate.
     """
     rubric = config.rubric
     started = time.perf_counter()
@@ -207,9 +238,8 @@ async def judge_item(litellm: Any, config: JuryConfig, work: WorkItem, secrets: 
                 error: str | None = None) -> VerdictOutcome:
         return VerdictOutcome(
             item_id=work.item_id, judge=work.judge.model, cache_key=work.cache_key, status=status,
-            scores=scores or {}, explanations={k: redact(v, secrets) for k, v in (explanations or {}).items()},
-            prompt=work.prompt.text, raw_response=redact(REMINDER_SEPARATOR.join(raw), secrets),
-            error=redact(error, secrets) if error else None,
+            scores=scores or {}, explanations=explanations or {},
+            prompt=work.prompt.text, raw_response=REMINDER_SEPARATOR.join(raw), error=error,
             latency_seconds=time.perf_counter() - started, prompt_tokens=int(spent[0]),
             completion_tokens=int(spent[1]), cost_usd=float(spent[2]), cost_known=bool(spent[3]),
         )
@@ -228,7 +258,7 @@ async def judge_item(litellm: Any, config: JuryConfig, work: WorkItem, secrets: 
         return outcome(VerdictStatus.failed.value, error=f"call failed: {exc}")
     add(first)
     try:
-        parsed = parse_verdict(first.text, rubric, work.prompt.fence_tags)
+        parsed = parse_verdict(first.text, rubric, work.prompt.fence_tags, prompt_text=work.prompt.text)
         return outcome(VerdictStatus.ok.value, parsed.scores, parsed.explanations)
     except VerdictParseError as exc:
         first_reason = exc.reason
@@ -241,7 +271,7 @@ async def judge_item(litellm: Any, config: JuryConfig, work: WorkItem, secrets: 
                        error=f"unparseable answer ({first_reason}); the retry call failed: {exc}")
     add(second)
     try:
-        parsed = parse_verdict(second.text, rubric, work.prompt.fence_tags)
+        parsed = parse_verdict(second.text, rubric, work.prompt.fence_tags, prompt_text=work.prompt.text)
     except VerdictParseError as exc:
         return outcome(VerdictStatus.failed.value,
                        error=f"unparseable answer after a reminder: {exc.reason} (first answer: {first_reason})")

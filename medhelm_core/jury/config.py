@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
+from medhelm_core.db.models import RunSource
 from medhelm_core.errors import InputFileError, ValidationError
 from medhelm_core.jury.prompt import DEFAULT_TEMPLATE, DEFAULT_TEMPLATE_NAME, check_template
 from medhelm_core.rubric import RubricSpec
@@ -265,7 +266,7 @@ class JuryConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain data stored as ``JuryRun.config``: everything needed to resume the run, and no keys."""
         return {
-            "source": "litellm",
+            "source": RunSource.litellm.value,
             "name": self.display_name(),
             "judges": [j.to_dict() for j in self.judges],
             "prompt_template": self.prompt_template,

@@ -15,8 +15,8 @@ from typing import Any
 from sqlmodel import Session, select
 
 from medhelm_core.db.audit import Actor
-from medhelm_core.db.models import Item, JuryRun, Study
-from medhelm_core.errors import NotFoundError, ValidationError
+from medhelm_core.db.models import Item, JuryRun, RunSource, Study
+from medhelm_core.errors import ValidationError
 from medhelm_core.jury.config import JuryConfig, JuryFile, stored_prompt
 from medhelm_core.jury.prompt import DEFAULT_TEMPLATE_NAME, RenderedPrompt, check_template, render_prompt
 from medhelm_core.jury.templates import (
@@ -26,6 +26,7 @@ from medhelm_core.jury.templates import (
     template_for_text,
 )
 from medhelm_core.rubric import RubricSpec, judge_rubric
+from medhelm_core.studies import study_item
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class RunVersions:
     @property
     def recorded(self) -> bool:
         """Scores imported from elsewhere (such as MedHELM's published means): no judge was called here."""
-        return self.source == "recorded"
+        return self.source == RunSource.recorded
 
     @property
     def rubric_label(self) -> str:
@@ -127,7 +128,7 @@ def run_versions(run: JuryRun, session: Session | None = None) -> RunVersions:
 
 def stored_config(session: Session, study: Study, run: JuryRun) -> JuryConfig:
     """A litellm run's stored config, rebuilt on the rubric version it used (to resume it)."""
-    if run.source != "litellm":
+    if run.source != RunSource.litellm:
         raise ValidationError(f"jury run {run.id} holds recorded scores; there are no judges to call")
     version = ((run.config or {}).get("rubric") or {}).get("version")
     rubric = judge_rubric(session, study, int(version) if version is not None else None)
@@ -179,8 +180,6 @@ def preview_prompt(session: Session, study: Study, item_id: int, template: str, 
     Raises :class:`~medhelm_core.errors.ValidationError` for a broken template, before anything is rendered.
     """
     check_template(template)
-    item = session.get(Item, item_id)
-    if item is None or item.study_id != study.id:
-        raise NotFoundError(f"study {study.name} has no item {item_id}")
+    item = study_item(session, study, item_id)
     return render_prompt(template, rubric, benchmark=item.benchmark, input_text=item.input_text,
                          output_text=item.output_text, reference_text=item.reference_text)

@@ -8,7 +8,15 @@ CLI, the page and ``medhelm jury status`` show.
 Stopping: a stop request (``request_stop`` from the page, or ``stop`` set in this process) lets the calls
 in flight finish and be written, then ends the run as ``stopped``. Ctrl-C cancels the calls in flight,
 writes what already arrived, and ends the run as ``stopped``; a crash leaves it ``running`` with a stale
-heartbeat, read as ``interrupted``. Any of them resumes with the same command: nothing done is repeated.
+heartbeat, read as ``interrupted``. Any of them resumes with the same command: no verdict that was stored is
+asked for again. What is asked again is what was in flight: a judge's slot is held until its verdict is
+stored, so a ``kill -9`` repeats at most ``concurrency`` calls per judge (README, "The LLM jury").
+
+One worker per run: starting a configuration that is running (here, in another thread or process) raises
+:class:`~medhelm_core.errors.RunBusyError`, decided by the database (:func:`~medhelm_core.jury.store.open_run`).
+
+Keys: whatever a judge or its server sends back goes through :func:`~medhelm_core.jury.calls.redact` (with
+the value of every judge's key variable) before it is stored, as does the error a run ends with.
 """
 
 from __future__ import annotations
@@ -23,8 +31,17 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from medhelm_core.db.engine import transaction
-from medhelm_core.db.models import JuryRun, VerdictStatus
-from medhelm_core.jury.calls import MissingCredentialsError, check_credentials, judge_item, load_litellm, secret_values
+from medhelm_core.db.models import JuryRun, RunStatus, Study, VerdictStatus
+from medhelm_core.errors import MissingCredentialsError
+from medhelm_core.jury.calls import (
+    check_config_holds_no_key,
+    check_credentials,
+    judge_item,
+    load_litellm,
+    redact,
+    redact_outcome,
+    secret_values,
+)
 from medhelm_core.jury.config import JuryConfig
 from medhelm_core.jury.cost import JuryEstimate, estimate_plan
 from medhelm_core.jury.store import (
@@ -40,7 +57,7 @@ from medhelm_core.jury.store import (
     run_state,
     stored_status,
 )
-from medhelm_core.studies import get_study
+from medhelm_core.studies import get_study_by_id
 
 HEARTBEAT_SECONDS = 2.0
 #: How often the worker looks for a stop request in the database (a cheap read).
@@ -87,7 +104,7 @@ class RunSummary:
         return asdict(self)
 
 
-def estimate_run(engine: Engine, study: str, config: JuryConfig, *, retry_failed: bool = False) -> JuryEstimate:
+def estimate_run(engine: Engine, study: Study, config: JuryConfig, *, retry_failed: bool = False) -> JuryEstimate:
     """Calls, tokens and cost a run would make now, taking what is done or reusable into account.
 
     Writes nothing and calls nobody (``--dry-run``).
@@ -95,20 +112,25 @@ def estimate_run(engine: Engine, study: str, config: JuryConfig, *, retry_failed
     from medhelm_core.jury.store import find_run
 
     with transaction(engine) as session:
-        target = get_study(session, study)
+        target = get_study_by_id(session, study.id)
         plan = plan_run(session, target, config, find_run(session, target, config), retry_failed=retry_failed)
     return estimate_plan(plan, config)
 
 
-def prepare_run(engine: Engine, study: str, config: JuryConfig) -> int:
-    """Create (or find) the run for this config and return its id, without calling anyone."""
+def prepare_run(engine: Engine, study: Study, config: JuryConfig) -> int:
+    """Create (or find) the run for this config and return its id, without calling anyone.
+
+    Raises :class:`~medhelm_core.errors.RunBusyError` when it is running (the worker that starts it next
+    claims it in the database, so of two starts at once one is refused).
+    """
+    check_config_holds_no_key(config)
     with transaction(engine) as session:
-        return open_run(session, get_study(session, study), config).id
+        return open_run(session, get_study_by_id(session, study.id), config, claim=False).id
 
 
 def run_jury(
     engine: Engine,
-    study: str,
+    study: Study,
     config: JuryConfig,
     *,
     retry_failed: bool = False,
@@ -123,7 +145,7 @@ def run_jury(
 
 async def run_jury_async(
     engine: Engine,
-    study: str,
+    study: Study,
     config: JuryConfig,
     *,
     retry_failed: bool = False,
@@ -138,7 +160,7 @@ async def run_jury_async(
     engine
         The database; verdicts are written as they arrive.
     study
-        The study's name.
+        The study (read again in the run's own transactions, so a row from any session will do).
     config
         Judges, prompt template, rubric (the study's) and retry policy.
     retry_failed
@@ -155,32 +177,36 @@ async def run_jury_async(
     ------
     MissingCredentialsError
         A judge has no key; the message names the variable. The run is marked failed and can be resumed.
+    RunBusyError
+        The run is being worked on (by another thread or process); nothing is called.
     """
     started = time.perf_counter()
+    check_config_holds_no_key(config)
     with transaction(engine) as session:
-        target = get_study(session, study)
+        target = get_study_by_id(session, study.id)
         run = open_run(session, target, config)
         plan = plan_run(session, target, config, run, retry_failed=retry_failed)
         run_id, study_name = run.id, target.name
         unpriced_before = set(run_state(run).get("unpriced") or [])
     mark_running(engine, run_id, plan.planned, actor)
     job = _Job(engine, run_id, config, plan.planned, stop or threading.Event(), on_progress)
-    status, error, reused = "finished", None, 0
+    # Everything stored from here on (verdicts, the run's error) is redacted with these.
+    status, error, reused = RunStatus.finished, None, 0
     try:
         job.litellm = await asyncio.to_thread(load_litellm)
         check_credentials(job.litellm, config)
         reused = await asyncio.to_thread(copy_reused, engine, run_id, plan.reusable)
         await job.load_counters()
         await job.run(plan.todo)
-        status = "stopped" if job.stopped else "finished"
+        status = RunStatus.stopped if job.stopped else RunStatus.finished
     except MissingCredentialsError as exc:
-        status, error = "failed", str(exc)
+        status, error = RunStatus.failed, redact(str(exc), job.secrets)
         raise
     except (asyncio.CancelledError, KeyboardInterrupt):
-        status = "stopped"
+        status = RunStatus.stopped
         raise
     except BaseException as exc:
-        status, error = "failed", f"{type(exc).__name__}: {exc}"
+        status, error = RunStatus.failed, redact(f"{type(exc).__name__}: {exc}", job.secrets)
         raise
     finally:
         finish_run(engine, run_id, status, error=error, unpriced=sorted(job.unpriced | unpriced_before))
@@ -204,7 +230,7 @@ class _Job:
         self.engine, self.run_id, self.config, self.planned = engine, run_id, config, planned
         self.litellm: Any = None
         self.stop, self.on_progress = stop, on_progress
-        self.secrets = secret_values()
+        self.secrets = secret_values(config)
         self.stopped = False
         self.calls_made = 0
         self.unpriced: set[str] = set()
@@ -228,7 +254,7 @@ class _Job:
             self.on_progress(Progress(**asdict(self.progress)))
 
     async def run(self, todo: list[WorkItem]) -> None:
-        queue: asyncio.Queue[VerdictOutcome | None] = asyncio.Queue()
+        queue: asyncio.Queue[tuple[VerdictOutcome, asyncio.Future[None]] | None] = asyncio.Queue()
         limits = {j.model: asyncio.BoundedSemaphore(j.concurrency) for j in self.config.judges}
         writers = [asyncio.create_task(self._writer(queue)) for _ in range(self.n_writers)]
         beat = asyncio.create_task(self._heartbeat())
@@ -259,32 +285,47 @@ class _Job:
                 self.stopped = True
                 return
             self.calls_made += 1
-            outcome = await judge_item(self.litellm, self.config, work, self.secrets)
-        await queue.put(outcome)
+            outcome = await judge_item(self.litellm, self.config, work)
+            # The slot is held until the verdict is stored: what a crash can lose (and a resume pays for
+            # again) is at most the judge's concurrency, never a backlog of answers waiting for the writer.
+            stored = asyncio.get_running_loop().create_future()
+            await queue.put((redact_outcome(outcome, self.secrets), stored))
+            await asyncio.shield(stored)
 
     async def _writer(self, queue: asyncio.Queue) -> None:
         while True:
-            outcome = await queue.get()
-            if outcome is None:
+            entry = await queue.get()
+            if entry is None:
                 return
+            outcome, stored = entry
             try:
                 written = await asyncio.to_thread(record_verdict, self.engine, self.run_id, outcome)
             except Exception as exc:  # noqa: BLE001 - a database error: stop calling, report it after the drain
                 self.fatal = exc
                 self.stopped = True
                 continue
-            if not outcome.cost_known:
-                self.unpriced.add(outcome.judge)
-            if written is not None:
-                p = self.progress
-                failed = int(outcome.status != VerdictStatus.ok.value)
-                p.done += 1 if written == "new" else 0
-                p.failed += failed if written == "new" else failed - 1
-                p.prompt_tokens += outcome.prompt_tokens
-                p.completion_tokens += outcome.completion_tokens
-                p.cost_usd += outcome.cost_usd
-                p.calls_made = self.calls_made
-                self._report()
+            finally:
+                if not stored.done():
+                    stored.set_result(None)
+            try:
+                self._count(outcome, written)
+            except Exception as exc:  # noqa: BLE001 - a progress callback that failed: end the run with it
+                self.fatal = self.fatal or exc
+                self.stopped = True
+
+    def _count(self, outcome: VerdictOutcome, written: str | None) -> None:
+        if not outcome.cost_known:
+            self.unpriced.add(outcome.judge)
+        if written is not None:
+            p = self.progress
+            failed = int(outcome.status != VerdictStatus.ok.value)
+            p.done += 1 if written == "new" else 0
+            p.failed += failed if written == "new" else failed - 1
+            p.prompt_tokens += outcome.prompt_tokens
+            p.completion_tokens += outcome.completion_tokens
+            p.cost_usd += outcome.cost_usd
+            p.calls_made = self.calls_made
+            self._report()
 
     async def _heartbeat(self) -> None:
         last_beat = time.monotonic()
@@ -298,6 +339,6 @@ class _Job:
                     status = await asyncio.to_thread(stored_status, self.engine, self.run_id)
             except Exception:  # noqa: BLE001 - a busy database skips one beat, the next one will do
                 continue
-            if status == "stopping" or self.stop.is_set():
+            if status == RunStatus.stopping or self.stop.is_set():
                 self.stopped = True
                 self.stop.set()

@@ -25,20 +25,16 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, select
 
 from medhelm_core.db.audit import record_event
-from medhelm_core.db.engine import transaction
-from medhelm_core.db.models import Item, JudgeVerdict, JuryRun, Study, VerdictStatus, utcnow
-from medhelm_core.errors import DatabaseError, MedhelmError, NotFoundError, ValidationError
+from medhelm_core.db.engine import database_error, transaction
+from medhelm_core.db.models import Item, JudgeVerdict, JuryRun, RunSource, RunStatus, Study, VerdictStatus, utcnow
+from medhelm_core.errors import NotFoundError, RunBusyError, ValidationError
 from medhelm_core.jury.config import JudgeSpec, JuryConfig, sha256_json, stored_prompt
 from medhelm_core.jury.prompt import RenderedPrompt, render_prompt
 
 #: A run whose worker has not written a heartbeat for this long is taken to be interrupted.
 HEARTBEAT_STALE = timedelta(seconds=10)
-ACTIVE_STATUSES = ("running", "stopping")
-LITELLM_SOURCE = "litellm"
-
-
-class RunBusyError(MedhelmError):
-    """The run is being worked on right now by another process or thread."""
+#: a run in one of these has (or had, until its heartbeat went stale) a worker
+ACTIVE_STATUSES = (RunStatus.running, RunStatus.stopping)
 
 
 @dataclass(frozen=True)
@@ -86,9 +82,9 @@ def effective_status(run: JuryRun, now: datetime | None = None) -> str:
         return run.status
     beat = run_state(run).get("heartbeat_at")
     if beat is None:
-        return "interrupted"
+        return RunStatus.interrupted
     age = (now or utcnow()) - datetime.fromisoformat(beat)
-    return "interrupted" if age > HEARTBEAT_STALE else run.status
+    return RunStatus.interrupted if age > HEARTBEAT_STALE else run.status
 
 
 def find_run(session: Session, study: Study, config: JuryConfig) -> JuryRun | None:
@@ -101,35 +97,68 @@ def find_run(session: Session, study: Study, config: JuryConfig) -> JuryRun | No
     runs = session.exec(
         select(JuryRun)
         .where(JuryRun.study_id == study.id, JuryRun.config_hash == config.config_hash,
-               JuryRun.source == LITELLM_SOURCE)
+               JuryRun.source == RunSource.litellm)
         .order_by(JuryRun.id)
     ).all()
     wanted = (config.prompt_name or None, config.prompt_version)
     return next((r for r in runs if stored_prompt(r.config or {}) in (wanted, (None, None))), None)
 
 
-def open_run(session: Session, study: Study, config: JuryConfig) -> JuryRun:
+def open_run(session: Session, study: Study, config: JuryConfig, *, claim: bool = True) -> JuryRun:
     """Find this config's run in the study (to resume it) or create it; refuse one that is running.
+
+    With ``claim`` (a worker about to call the judges) the run is marked ``running`` with a fresh heartbeat
+    in the same transaction, so two starts of one configuration at once give one run with one worker: the
+    study's row is locked first (on SQLite, the database's write lock), so the second start waits, then
+    finds the first one's run running and is refused; the partial unique index on active runs
+    (``uq_juryrun_one_active_per_config``) refuses a second active run even to a writer that skips the lock.
 
     The stored config is refreshed with this invocation's execution settings (concurrency, timeouts,
     API bases); its hash, and so every cache key, stays the same.
     """
+    # A no-op update takes the study row's lock on PostgreSQL (one that does not block inserts referring to
+    # the study) and the write lock on SQLite; held until commit, it orders concurrent starts of the study.
+    session.exec(update(Study).where(Study.id == study.id).values(id=Study.id))
     run = find_run(session, study, config)
-    if run is not None and effective_status(run) in ACTIVE_STATUSES:
-        raise RunBusyError(
-            f"jury run {run.id} ({run.name}) is running right now; stop it or let it finish (if its process "
-            f"has died, it can be resumed {int(HEARTBEAT_STALE.total_seconds())} s after its last heartbeat)"
-        )
+    marked_active = session.exec(
+        select(JuryRun).where(JuryRun.study_id == study.id, JuryRun.config_hash == config.config_hash,
+                              JuryRun.source == RunSource.litellm, JuryRun.status.in_(ACTIVE_STATUSES))
+    ).all()
+    busy = next((r for r in marked_active if effective_status(r) in ACTIVE_STATUSES), None)
+    if busy is not None:
+        raise _busy(busy)
+    for dead in marked_active:
+        if claim and dead is not run:  # a worker that died on another version of this hash: it holds the index
+            dead.status = RunStatus.stopped
+            session.add(dead)
     state = run_state(run) if run is not None else {}
+    if claim:
+        state = {**state, "heartbeat_at": utcnow().isoformat(), "error": None}
     stored = {**config.to_dict(), "state": state}
+    status = RunStatus.running if claim else RunStatus.pending
     if run is None:
-        run = JuryRun(study_id=study.id, name=config.display_name(), source=LITELLM_SOURCE,
-                      config=stored, config_hash=config.config_hash, status="pending")
+        run = JuryRun(study_id=study.id, name=config.display_name(), source=RunSource.litellm,
+                      config=stored, config_hash=config.config_hash, status=status)
     else:
         run.config = stored
+        if claim:
+            run.status, run.finished_at = status, None
     session.add(run)
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError:
+        raise RunBusyError(
+            f"jury run {config.display_name()} is running right now in another process; stop it or let it "
+            "finish"
+        ) from None
     return run
+
+
+def _busy(run: JuryRun) -> RunBusyError:
+    return RunBusyError(
+        f"jury run {run.id} ({run.name}) is running right now; stop it or let it finish (if its process "
+        f"has died, it can be resumed {int(HEARTBEAT_STALE.total_seconds())} s after its last heartbeat)"
+    )
 
 
 def study_items(session: Session, study: Study) -> list[Item]:
@@ -183,7 +212,7 @@ def plan_run(
         query = (
             select(JudgeVerdict.cache_key, JudgeVerdict.id)
             .join(JuryRun, JuryRun.id == JudgeVerdict.jury_run_id)
-            .where(JuryRun.study_id == study.id, JuryRun.source == LITELLM_SOURCE,
+            .where(JuryRun.study_id == study.id, JuryRun.source == RunSource.litellm,
                    JudgeVerdict.status == VerdictStatus.ok.value,
                    JudgeVerdict.cache_key.in_(keys[start:start + 500]))
             .order_by(JudgeVerdict.id)
@@ -276,7 +305,7 @@ def record_verdict(engine: Engine, run_id: int, outcome: VerdictOutcome) -> str 
     except IntegrityError:
         return None  # the verdict is there already (ok), written by this run before or by another worker
     except OperationalError as exc:
-        raise DatabaseError(f"database error: {exc.orig}") from exc
+        raise database_error(exc) from exc
     return "replaced" if was_failed else "new"
 
 
@@ -335,7 +364,7 @@ def _set_state(engine: Engine, run_id: int, status: str | None = None, *, audit_
             run.status = status
             if status in ACTIVE_STATUSES:
                 run.finished_at = None
-            elif status in ("finished", "stopped", "failed"):
+            elif status in (RunStatus.finished, RunStatus.stopped, RunStatus.failed):
                 run.finished_at = utcnow()
         session.add(run)
         return run.status
@@ -343,7 +372,7 @@ def _set_state(engine: Engine, run_id: int, status: str | None = None, *, audit_
 
 def mark_running(engine: Engine, run_id: int, planned: int, actor: Any = None) -> None:
     """The run has a worker now: status ``running`` with a fresh heartbeat and no error; audited."""
-    _set_state(engine, run_id, "running", audit_actor=actor, heartbeat_at=utcnow().isoformat(), planned=planned,
+    _set_state(engine, run_id, RunStatus.running, audit_actor=actor, heartbeat_at=utcnow().isoformat(), planned=planned,
                error=None)
 
 
@@ -367,19 +396,16 @@ def request_stop(engine: Engine, run_id: int) -> bool:
     """Ask the run's worker, wherever it runs, to stop after the calls in flight. False if not running."""
     with transaction(engine) as session:
         result = session.exec(
-            update(JuryRun).where(JuryRun.id == run_id, JuryRun.status == "running").values(status="stopping")
+            update(JuryRun)
+            .where(JuryRun.id == run_id, JuryRun.status == RunStatus.running)
+            .values(status=RunStatus.stopping)
         )
         return bool(result.rowcount)
 
 
-def study_runs(session: Session, study: Study) -> list[JuryRun]:
-    """The study's jury runs, newest first (recorded runs included)."""
-    return list(session.exec(select(JuryRun).where(JuryRun.study_id == study.id).order_by(JuryRun.id.desc())))
-
-
 def planned_calls(session: Session, run: JuryRun) -> int:
     """How many verdicts the run needs in all: items times judges (a recorded run: what it holds)."""
-    if run.source != LITELLM_SOURCE:
+    if run.source != RunSource.litellm:
         return run.calls_done
     n_items = len(session.exec(select(Item.id).where(Item.study_id == run.study_id)).all())
     return n_items * len((run.config or {}).get("judges", []))

@@ -15,6 +15,7 @@ Stored metric names: ``rougeL_f``, ``rougeL_p``, ``rougeL_r``, ``rougeLsum_f`` (
 Importing this package is cheap: rouge-score, nltk, torch and bert-score load when first used.
 """
 
+from medhelm_core.frames.metrics import metric_scores_frame
 from medhelm_core.metrics.compute import MetricResult, MetricsReport, Progress, compute_metrics, metric_specs
 from medhelm_core.metrics.rouge import RougeScore, RougeScorer, rouge_l, rouge_lsum
 from medhelm_core.metrics.spec import (
@@ -26,7 +27,7 @@ from medhelm_core.metrics.spec import (
     bertscore_spec,
     settings_hash,
 )
-from medhelm_core.metrics.store import metric_scores_frame, metric_settings_frame
+from medhelm_core.metrics.store import metric_settings_frame
 
 __all__ = [
     "BUNDLED_MODEL",

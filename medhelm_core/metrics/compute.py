@@ -18,11 +18,11 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from medhelm_core.db.engine import transaction
-from medhelm_core.db.models import Item
+from medhelm_core.db.models import Item, Study
 from medhelm_core.errors import ValidationError
 from medhelm_core.metrics.spec import BertScoreSpec, MetricSpec, RougeSpec, bertscore_spec, settings_hash
 from medhelm_core.metrics.store import scored_item_ids, write_scores
-from medhelm_core.studies import get_study
+from medhelm_core.studies import get_study_by_id
 
 __all__ = ["MetricResult", "MetricsReport", "Progress", "compute_metrics", "metric_specs"]
 
@@ -89,7 +89,7 @@ def metric_specs(
 
 def compute_metrics(
     engine: Engine,
-    study_name: str,
+    study: Study,
     specs: Sequence[MetricSpec],
     *,
     batch_size: int = 32,
@@ -99,24 +99,25 @@ def compute_metrics(
     """Score every item of the study that has a reference with each spec, and store the scores.
 
     Takes an engine rather than a session because each batch of ``batch_size`` items is its own
-    transaction: a stop keeps the batches done. ``progress`` is called with a :class:`Progress` at the
-    start of each metric and after each batch. BERTScore runs on ``device`` (default: GPU if any).
+    transaction: a stop keeps the batches done (``study`` is read again, so a row from any session will do).
+    ``progress`` is called with a :class:`Progress` at the start of each metric and after each batch.
+    BERTScore runs on ``device`` (default: GPU if any).
 
     Examples
     --------
-    >>> report = compute_metrics(engine, "demo", metric_specs(bertscore=False))  # doctest: +SKIP
+    >>> report = compute_metrics(engine, study, metric_specs(bertscore=False))  # doctest: +SKIP
     >>> [(m.family, m.scored, m.already_done) for m in report.metrics]  # doctest: +SKIP
     [('rougeL', 48, 0), ('rougeLsum', 48, 0)]
     """
     if batch_size < 1:
         raise ValidationError(f"batch size must be at least 1, not {batch_size}")
     with transaction(engine) as session:
-        study = get_study(session, study_name)
+        study = get_study_by_id(session, study.id)
         items = session.exec(
             select(Item.id, Item.output_text, Item.reference_text).where(Item.study_id == study.id).order_by(Item.id)
         ).all()
     scorable = [(item_id, output or "", ref) for item_id, output, ref in items if ref is not None and ref.strip()]
-    report = MetricsReport(study=study_name, items=len(items), without_reference=len(items) - len(scorable))
+    report = MetricsReport(study=study.name, items=len(items), without_reference=len(items) - len(scorable))
     for spec in specs:
         if isinstance(spec, BertScoreSpec):
             result, used = _run_bertscore(engine, study, spec, scorable, batch_size, progress, device)

@@ -2,7 +2,8 @@
 
 A score row is keyed by (item, metric, settings_hash), so one item can hold ROUGE-L with the stemmer on
 and off, or BERTScore of two models, side by side. An item counts as done for a spec when all its metric
-names (F, P and R) are stored with that spec's settings hash: they are always written together.
+names (F, P and R) are stored with that spec's settings hash: they are always written together. Reading
+the scores back as frames is the loader's (:func:`medhelm_core.frames.metric_scores_frame`).
 """
 
 from __future__ import annotations
@@ -11,15 +12,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import func
+from sqlalchemy import func, or_
 from sqlmodel import Session, col, select
 
 from medhelm_core.db.models import Item, MetricScore, Study
 
-__all__ = ["metric_scores_frame", "metric_settings_frame", "scored_item_ids", "write_scores"]
+__all__ = ["metric_settings_frame", "reference_counts", "scored_item_ids", "write_scores"]
 
-SCORE_COLUMNS = ["item_id", "benchmark", "instance_id", "model", "metric", "family", "value", "settings_hash",
-                 "settings", "computed_at"]
 
 
 def scored_item_ids(session: Session, study: Study, metric_names: Sequence[str], settings_hash: str) -> set[int]:
@@ -72,44 +71,9 @@ def write_scores(
     return len(rows)
 
 
-def metric_scores_frame(session: Session, study: Study) -> pd.DataFrame:
-    """Every metric score of the study's items, one row per (item, metric, settings), with the item's
-    benchmark, instance and model and the settings the score was computed with.
-
-    Examples
-    --------
-    >>> frame = metric_scores_frame(session, study)  # doctest: +SKIP
-    >>> frame.pivot_table(index="item_id", columns="metric", values="value")  # doctest: +SKIP
-    """
-    rows = session.exec(
-        select(MetricScore, Item.benchmark, Item.instance_id, Item.model)
-        .join(Item, Item.id == MetricScore.item_id)
-        .where(Item.study_id == study.id)
-        .order_by(MetricScore.item_id, MetricScore.metric)
-    ).all()
-    return pd.DataFrame(
-        [
-            {
-                "item_id": score.item_id,
-                "benchmark": benchmark,
-                "instance_id": instance_id,
-                "model": model,
-                "metric": score.metric,
-                "family": score.settings.get("family", score.metric),
-                "value": score.value,
-                "settings_hash": score.settings_hash,
-                "settings": score.settings,
-                "computed_at": score.computed_at,
-            }
-            for score, benchmark, instance_id, model in rows
-        ],
-        columns=SCORE_COLUMNS,
-    )
-
-
 def metric_settings_frame(scores: pd.DataFrame) -> pd.DataFrame:
-    """The settings variants in a :func:`metric_scores_frame`: one row per (family, settings_hash) with
-    how many items it covers and when it was last computed, the most recent first."""
+    """The settings variants in a :func:`~medhelm_core.frames.metric_scores_frame`: one row per (family,
+    settings_hash) with how many items it covers and when it was last computed, the most recent first."""
     columns = ["family", "settings_hash", "settings", "items", "last_computed"]
     if scores.empty:
         return pd.DataFrame(columns=columns)
@@ -117,3 +81,17 @@ def metric_settings_frame(scores: pd.DataFrame) -> pd.DataFrame:
         settings=("settings", "first"), items=("item_id", "nunique"), last_computed=("computed_at", "max")
     )
     return grouped.sort_values(["family", "last_computed"], ascending=[True, False], ignore_index=True)[columns]
+
+
+def reference_counts(session: Session, study: Study) -> tuple[int, int]:
+    """How many items ``study`` has, and how many of them have no reference (none, or only spaces): those
+    cannot be scored against one.
+
+    Examples
+    --------
+    >>> reference_counts(session, study)  # doctest: +SKIP
+    (74, 74)
+    """
+    count = select(func.count()).select_from(Item).where(Item.study_id == study.id)
+    blank = or_(col(Item.reference_text).is_(None), func.trim(Item.reference_text) == "")
+    return int(session.exec(count).one()), int(session.exec(count.where(blank)).one())

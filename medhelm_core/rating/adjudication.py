@@ -21,18 +21,21 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import pandas as pd
 from sqlalchemy import func
 from sqlmodel import Session, select
 
 from medhelm_core.accounts.auth import Principal
-from medhelm_core.db.audit import Actor, record_event
-from medhelm_core.db.models import Adjudication, Item, Rating, Study, User
-from medhelm_core.errors import NotFoundError, ValidationError
-from medhelm_core.rating.queue import AccessDenied, study_rubric
+from medhelm_core.db.audit import record_event
+from medhelm_core.db.models import Adjudication, Item, Rating, Role, Study, User
+from medhelm_core.errors import AccessDenied, ValidationError
+from medhelm_core.rating.queue import item_as_shown, study_rubric
 from medhelm_core.rating.ratings import latest_submission
+from medhelm_core.rubric import RubricSpec
+from medhelm_core.studies import check_adjudication_threshold, study_item
 
 #: who may read the adjudication queue and submit adjudicated scores
-ADJUDICATING_ROLES = frozenset({"adjudicator", "researcher", "admin"})
+ADJUDICATING_ROLES = frozenset({Role.adjudicator, Role.researcher, Role.admin})
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,12 @@ class QueueCase:
     #: True once every disputed criterion has an adjudicated score
     adjudicated: bool
 
+    @property
+    def label(self) -> str:
+        """How the queue names the case: its id, benchmark and spreads, ticked once adjudicated."""
+        spreads = ", ".join(f"{criterion} ±{spread}" for criterion, spread in self.spreads.items())
+        return f"Item {self.item_id} · {self.benchmark} · {spreads}" + ("  ✓" if self.adjudicated else "")
+
 
 @dataclass(frozen=True)
 class ClinicianRating:
@@ -86,26 +95,13 @@ class CaseView:
     adjudicated: dict[str, int]
     comment: str
 
-
-def _check_threshold(threshold: object) -> int:
-    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
-        raise ValidationError(f"the adjudication threshold must be a whole number of points, 1 or more, "
-                              f"not {threshold!r}")
-    return threshold
-
-
-def set_threshold(session: Session, study: Study, threshold: int | None, *, actor: Actor = None) -> Study:
-    """Set (or, with None, turn off) the study's adjudication threshold, in the caller's transaction.
-
-    Examples
-    --------
-    >>> set_threshold(session, study, 2, actor=who)  # doctest: +SKIP
-    """
-    value = None if threshold is None else _check_threshold(threshold)
-    study.adjudication_threshold = value
-    session.add(study)
-    record_event(session, "adjudication.threshold", actor=actor, study_id=study.id, threshold=value)
-    return study
+    def ratings_table(self, rubric: RubricSpec) -> pd.DataFrame:
+        """The clinicians' ratings side by side: one row per clinician (under the label the viewer may see), a
+        column per criterion of ``rubric`` headed by its label, and the flag."""
+        return pd.DataFrame([
+            {"clinician": r.label, **{c.label: r.scores.get(c.name) for c in rubric.criteria}, "flag": r.flag or ""}
+            for r in self.ratings
+        ])
 
 
 def disagreements(session: Session, study: Study, threshold: int | None = None) -> list[Disagreement]:
@@ -135,7 +131,7 @@ def disagreements(session: Session, study: Study, threshold: int | None = None) 
         threshold = study.adjudication_threshold
     if threshold is None:
         return []
-    threshold = _check_threshold(threshold)
+    threshold = check_adjudication_threshold(threshold)
     rows = session.exec(
         select(Rating.item_id, Item.benchmark, Rating.criterion, Rating.rater_id, Rating.score)
         .join(Item, Item.id == Rating.item_id)
@@ -161,13 +157,6 @@ def _require_adjudicator(who: Principal) -> None:
         raise AccessDenied("only adjudicators, researchers and admins may adjudicate")
 
 
-def _study(session: Session, study_id: int) -> Study:
-    study = session.get(Study, study_id)
-    if study is None:
-        raise NotFoundError(f"no study {study_id}")
-    return study
-
-
 def _current_adjudications(session: Session, item_ids: list[int]) -> dict[tuple[int, str], Adjudication]:
     if not item_ids:
         return {}
@@ -188,18 +177,9 @@ def _current_adjudications(session: Session, item_ids: list[int]) -> dict[tuple[
     return {(row.item_id, row.criterion): row for row in rows}
 
 
-def current_adjudications(session: Session, who: Principal, study_id: int) -> dict[tuple[int, str], int]:
-    """The current adjudicated score of every adjudicated (item id, criterion) of a study."""
-    _require_adjudicator(who)
-    _study(session, study_id)
-    item_ids = list(session.exec(select(Item.id).where(Item.study_id == study_id)).all())
-    return {key: row.score for key, row in _current_adjudications(session, item_ids).items()}
-
-
-def adjudication_queue(session: Session, who: Principal, study_id: int) -> list[QueueCase]:
+def adjudication_queue(session: Session, who: Principal, study: Study) -> list[QueueCase]:
     """The disputed items of a study at its own threshold, open ones first, each with its spreads."""
     _require_adjudicator(who)
-    study = _study(session, study_id)
     by_item: dict[int, list[Disagreement]] = defaultdict(list)
     for found in disagreements(session, study):
         by_item[found.item_id].append(found)
@@ -217,19 +197,16 @@ def adjudication_queue(session: Session, who: Principal, study_id: int) -> list[
 
 
 def _disputed(session: Session, study: Study, item_id: int) -> list[Disagreement]:
-    item = session.get(Item, item_id)
-    if item is None or item.study_id != study.id:
-        raise NotFoundError(f"no item {item_id} in this study")
+    study_item(session, study, item_id)
     found = [d for d in disagreements(session, study) if d.item_id == item_id]
     if not found:
         raise ValidationError(f"item {item_id} is not disputed at this study's threshold")
     return found
 
 
-def load_case(session: Session, who: Principal, study_id: int, item_id: int) -> CaseView:
+def load_case(session: Session, who: Principal, study: Study, item_id: int) -> CaseView:
     """A disputed item with every clinician's latest scores and comments, for adjudication."""
     _require_adjudicator(who)
-    study = _study(session, study_id)
     found = _disputed(session, study, item_id)
     item = session.get(Item, item_id)
     rater_ids = sorted({rid for d in found for rid in d.scores})
@@ -242,11 +219,7 @@ def load_case(session: Session, who: Principal, study_id: int, item_id: int) -> 
     done = _current_adjudications(session, [item_id])
     newest = max(done.values(), key=lambda a: a.created_at, default=None)
     return CaseView(
-        item_id=item.id,
-        benchmark=item.benchmark,
-        input_text=item.input_text,
-        output_text=item.output_text,
-        reference_text=item.reference_text if study.show_reference else None,
+        **item_as_shown(study, item),
         spreads={d.criterion: d.spread for d in found},
         ratings=tuple(ratings),
         adjudicated={criterion: row.score for (_, criterion), row in done.items()},
@@ -257,7 +230,7 @@ def load_case(session: Session, who: Principal, study_id: int, item_id: int) -> 
 def submit_adjudication(
     session: Session,
     who: Principal,
-    study_id: int,
+    study: Study,
     item_id: int,
     scores: Mapping[str, object],
     comment: str = "",
@@ -271,13 +244,12 @@ def submit_adjudication(
     Examples
     --------
     >>> with transaction(engine) as s:  # doctest: +SKIP
-    ...     submit_adjudication(s, who, study.id, item.id, {"accuracy": 3}, "the note omits the dose")
+    ...     submit_adjudication(s, who, study, item.id, {"accuracy": 3}, "the note omits the dose")
     """
     _require_adjudicator(who)
-    study = _study(session, study_id)
     if not scores:
         raise ValidationError("give an adjudicated score for at least one disputed criterion")
-    rubric = study_rubric(session, study_id)
+    rubric = study_rubric(session, study)
     disputed = {d.criterion for d in _disputed(session, study, item_id)}
     clean: dict[str, int] = {}
     for name, value in scores.items():
@@ -299,7 +271,7 @@ def submit_adjudication(
     if written:
         session.flush()
         # the comment is free text that may name a patient: the audit trail only says there was one
-        record_event(session, "adjudication.submit", actor=who, study_id=study_id, item_id=item_id,
+        record_event(session, "adjudication.submit", actor=who, study_id=study.id, item_id=item_id,
                      scores={r.criterion: r.score for r in written},
                      revisions={r.criterion: r.revision for r in written}, has_comment=bool(comment))
     return written

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from medhelm_core.agreement.intra_rater import INTRA_COLUMNS, intra_rater_agreement
-from medhelm_core.db.models import Item, Rating, RatingSubmission, Study, User
-from medhelm_core.frames import select_frame
+from medhelm_core.db.models import Study
+from medhelm_core.frames import clinician_ratings_frame, first_submissions_frame
 from medhelm_core.rating.gold import gold_ranges_frame
 from medhelm_core.rating.quality_flags import (
     GOLD_ACCURACY_COLUMNS,
@@ -50,28 +50,14 @@ class RaterQuality:
 def _current_gold_scores(session: Session, study: Study, item_ids: list[int]) -> pd.DataFrame:
     if not item_ids:
         return pd.DataFrame(columns=["rater_id", "item_id", "criterion", "score"])
-    rows = session.exec(
-        select(User.username, Rating.item_id, Rating.criterion, Rating.score)
-        .join(User, User.id == Rating.rater_id)
-        .join(Item, Item.id == Rating.item_id)
-        .where(Item.study_id == study.id, Rating.item_id.in_(item_ids))
-    ).all()
-    return pd.DataFrame(rows, columns=["rater_id", "item_id", "criterion", "score"])
+    return clinician_ratings_frame(session, study, item_ids)[["rater_id", "item_id", "criterion", "score"]]
 
 
 def first_rating_speed(session: Session, study: Study) -> pd.DataFrame:
     """Per clinician, how many first ratings (ordinary or repeat) were faster than the study's speed threshold
     (:func:`~medhelm_core.rating.quality_flags.speed_summary` of first submissions, read with one light query: the
     Agreement page asks for it on every recompute)."""
-    history = select_frame(
-        session,
-        select(User.username, RatingSubmission.item_id, RatingSubmission.revision, RatingSubmission.elapsed_seconds,
-               RatingSubmission.submitted_at)
-        .join(Item, Item.id == RatingSubmission.item_id)
-        .join(User, User.id == RatingSubmission.rater_id)
-        .where(Item.study_id == study.id, RatingSubmission.revision == 1),
-        list(HISTORY_COLUMNS),
-    )
+    history = first_submissions_frame(session, study)[list(HISTORY_COLUMNS)]
     if history.empty:
         return pd.DataFrame(columns=list(SPEED_SUMMARY_COLUMNS))
     return speed_summary(history, study.speed_threshold_seconds)

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from medhelm_core.errors import MedhelmError
+from medhelm_core.errors import RaterQualityInputError
 
 #: Default speed threshold. Reading a clinical output (often with its input and reference) and scoring
 #: three criteria takes most readers well over 20 s; a study with one-line answers can lower it and
@@ -31,18 +31,24 @@ SPEED_SUMMARY_COLUMNS: tuple[str, ...] = (
 )
 
 
-class RaterQualityInputError(MedhelmError, ValueError):
-    """A rating history or threshold that the rater-quality checks cannot use, with what is wrong."""
+def check_speed_threshold(seconds: object) -> float:
+    """``seconds`` as a speed threshold (a positive, finite number of seconds), or :class:`RaterQualityInputError`.
 
+    The one check of a threshold, whether a study's setting is being changed
+    (:func:`medhelm_core.studies.update_settings`) or the flags are being computed, so both refuse the same
+    values with the same message.
 
-def _threshold(threshold_seconds: float) -> float:
+    Examples
+    --------
+    >>> check_speed_threshold("45")
+    45.0
+    """
     try:
-        value = float(threshold_seconds)
+        value = float(seconds)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        message = f"speed threshold must be a number of seconds, got {threshold_seconds!r}"
-        raise RaterQualityInputError(message) from None
+        raise RaterQualityInputError(f"the speed threshold must be a number of seconds, not {seconds!r}") from None
     if not math.isfinite(value) or value <= 0:
-        raise RaterQualityInputError(f"speed threshold must be a positive number of seconds, got {threshold_seconds!r}")
+        raise RaterQualityInputError(f"the speed threshold must be a positive number of seconds, not {seconds!r}")
     return value
 
 
@@ -101,7 +107,7 @@ def speed_flags(history: pd.DataFrame, threshold_seconds: float = DEFAULT_SPEED_
     >>> speed_flags(h, threshold_seconds=20)["fast"].tolist()
     [True, False, False]
     """
-    threshold = _threshold(threshold_seconds)
+    threshold = check_speed_threshold(threshold_seconds)
     out = _history(history)
     out["timed"] = out["elapsed_seconds"].notna()
     out["fast"] = out["timed"] & (out["elapsed_seconds"] < threshold)
@@ -157,7 +163,7 @@ def speed_summary(
         }
     ).reset_index()
     summary["share_fast"] = (summary["n_fast"] / summary["n_timed"].where(summary["n_timed"] > 0)).astype(float)
-    summary["threshold_seconds"] = _threshold(threshold_seconds)
+    summary["threshold_seconds"] = check_speed_threshold(threshold_seconds)
     return summary[list(SPEED_SUMMARY_COLUMNS)]
 
 

@@ -15,14 +15,11 @@ from sqlmodel import Session, col, select
 
 from medhelm_core.accounts.auth import Principal
 from medhelm_core.db.models import Assignment, Item, RatingSubmission, Study, User
-from medhelm_core.errors import MedhelmError, NotFoundError
+from medhelm_core.errors import AccessDenied
 from medhelm_core.rating.ratings import latest_submission, record_rating
 from medhelm_core.rating.retest import schedule_retest
 from medhelm_core.rubric import RubricSpec, rubric_spec
-
-
-class AccessDenied(MedhelmError):
-    """The signed-in account may not see or change this."""
+from medhelm_core.studies import study_item
 
 
 @dataclass(frozen=True)
@@ -94,8 +91,8 @@ def progress(session: Session, who: Principal) -> list[StudyProgress]:
     return [StudyProgress(sid, name, title, done, total) for sid, name, title, total, done in rows]
 
 
-def queue(session: Session, who: Principal, study_id: int) -> list[QueueEntry]:
-    """``who``'s items in ``study_id`` in their randomised order, each marked rated or not.
+def queue(session: Session, who: Principal, study: Study) -> list[QueueEntry]:
+    """``who``'s items in ``study`` in their randomised order, each marked rated or not.
 
     Ties of position are ordered by assignment id, which puts a repeat after the item it was placed
     behind (see :mod:`medhelm_core.rating.retest`).
@@ -104,7 +101,7 @@ def queue(session: Session, who: Principal, study_id: int) -> list[QueueEntry]:
     rows = session.exec(
         select(Assignment.item_id, Assignment.retest, submitted.c.item_id)
         .outerjoin(submitted, _same(submitted))
-        .where(Assignment.user_id == who.user_id, Assignment.study_id == study_id)
+        .where(Assignment.user_id == who.user_id, Assignment.study_id == study.id)
         .order_by(col(Assignment.position), col(Assignment.id))
     ).all()
     return [QueueEntry(item_id, done is not None, bool(retest)) for item_id, retest, done in rows]
@@ -142,10 +139,8 @@ def next_open(entries: list[QueueEntry], index: int) -> int:
     return index if any(not e.rated for e in entries) else first_open(entries)
 
 
-def _assigned(session: Session, who: Principal, study_id: int, item_id: int, retest: bool = False) -> Item:
-    item = session.get(Item, item_id)
-    if item is None or item.study_id != study_id:
-        raise NotFoundError(f"no item {item_id} in this study")
+def _assigned(session: Session, who: Principal, study: Study, item_id: int, retest: bool = False) -> Item:
+    item = study_item(session, study, item_id)
     assigned = session.exec(
         select(Assignment.id).where(
             Assignment.item_id == item_id, Assignment.user_id == who.user_id, Assignment.retest == retest
@@ -156,21 +151,31 @@ def _assigned(session: Session, who: Principal, study_id: int, item_id: int, ret
     return item
 
 
-def load_item(session: Session, who: Principal, study_id: int, item_id: int, *, retest: bool = False) -> RaterItem:
+def item_as_shown(study: Study, item: Item) -> dict[str, object]:
+    """The fields of ``item`` that a clinician or an adjudicator is shown, as keywords of the view they fill.
+
+    The blinding rule in one place: never the model's name (a rater who knows the model rates the model),
+    and the reference text only when the study shows it.
+    """
+    return {
+        "item_id": item.id,
+        "benchmark": item.benchmark,
+        "input_text": item.input_text,
+        "output_text": item.output_text,
+        "reference_text": item.reference_text if study.show_reference else None,
+    }
+
+
+def load_item(session: Session, who: Principal, study: Study, item_id: int, *, retest: bool = False) -> RaterItem:
     """The item for rating by ``who``, who must have it assigned (whatever their role).
 
     For a repeat (``retest``) the form starts blank: the clinician's first rating of the item is not shown,
     or the repeat would measure their memory instead of their judgement.
     """
-    item = _assigned(session, who, study_id, item_id, retest)
-    study = session.get(Study, study_id)
+    item = _assigned(session, who, study, item_id, retest)
     latest = latest_submission(session, item_id, who.user_id, retest=retest)
     return RaterItem(
-        item_id=item.id,
-        benchmark=item.benchmark,
-        input_text=item.input_text,
-        output_text=item.output_text,
-        reference_text=item.reference_text if study.show_reference else None,
+        **item_as_shown(study, item),
         text_available=bool(item.meta.get("text_available", True)),
         scores=dict(latest.scores) if latest else {},
         comment=latest.comment if latest else "",
@@ -179,18 +184,15 @@ def load_item(session: Session, who: Principal, study_id: int, item_id: int, *, 
     )
 
 
-def study_rubric(session: Session, study_id: int) -> RubricSpec:
+def study_rubric(session: Session, study: Study) -> RubricSpec:
     """The rubric of a study."""
-    study = session.get(Study, study_id)
-    if study is None:
-        raise NotFoundError(f"no study {study_id}")
     return rubric_spec(session, study.rubric_id)
 
 
 def submit(
     session: Session,
     who: Principal,
-    study_id: int,
+    study: Study,
     item_id: int,
     scores: Mapping[str, object],
     *,
@@ -205,13 +207,13 @@ def submit(
     A first rating (revision 1, not flagged) may put the item back later in the clinician's queue when
     the study runs test-retest (:func:`medhelm_core.rating.retest.schedule_retest`), in the same transaction.
     """
-    item = _assigned(session, who, study_id, item_id, retest)
+    item = _assigned(session, who, study, item_id, retest)
     user = session.get(User, who.user_id)
     submission, written = record_rating(
         session,
         item=item,
         rater=user,
-        rubric=study_rubric(session, study_id),
+        rubric=study_rubric(session, study),
         scores=scores,
         comment=comment.strip(),
         flag=flag,
@@ -220,5 +222,5 @@ def submit(
         retest=retest,
     )
     if written and not retest and submission.revision == 1 and submission.flag is None:
-        schedule_retest(session, session.get(Study, study_id), who.user_id, item_id)
+        schedule_retest(session, study, who.user_id, item_id)
     return written

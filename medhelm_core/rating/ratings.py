@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sqlalchemy import func
 from sqlmodel import Session, select
 
 from medhelm_core.db.audit import record_event
+from medhelm_core.db.engine import hold_write_lock
 from medhelm_core.db.models import Item, Rating, RatingFlag, RatingSubmission, User, utcnow
 from medhelm_core.errors import ValidationError
 from medhelm_core.rubric import RubricSpec
@@ -40,6 +40,7 @@ def record_rating(
     A ``retest`` submission (the item shown again to the same clinician, see :mod:`medhelm_core.rating.retest`)
     has its own revisions and never touches the current ratings: a repeat is not a second rater.
     """
+    hold_write_lock(session)  # the revision read below must still be the newest when it is written
     if request_id is not None:
         earlier = session.exec(
             select(RatingSubmission).where(RatingSubmission.request_id == request_id)
@@ -120,10 +121,3 @@ def latest_submission(
         .order_by(RatingSubmission.revision.desc())
         .limit(1)
     ).first()
-
-
-def count_ratings(session: Session, item_ids: list[int]) -> int:
-    """How many current criterion scores these items have."""
-    if not item_ids:
-        return 0
-    return session.exec(select(func.count(Rating.id)).where(Rating.item_id.in_(item_ids))).one()

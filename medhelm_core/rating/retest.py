@@ -1,8 +1,9 @@
 """Test-retest: show a share of each clinician's rated items to them again, later and unannounced.
 
-When a study's ``retest_share`` is above 0, every first rating a clinician submits may schedule a repeat
-of that item in their own queue. Which items come back is decided by a stable hash of (study seed,
-clinician, item), so the share holds per clinician and the choice is reproducible. The repeat is a second
+When a study's ``retest_share`` is above 0 (see :func:`medhelm_core.studies.update_settings`), every first
+rating a clinician submits may schedule a repeat of that item in their own queue. Which items come back is
+decided by a stable hash of (study seed, clinician, item), so the share holds per clinician and the choice is
+reproducible. The repeat is a second
 :class:`~medhelm_core.db.models.Assignment` of the same item to the same clinician, marked ``retest``; its
 rating is a :class:`~medhelm_core.db.models.RatingSubmission` marked ``retest`` too, which never becomes a
 current :class:`~medhelm_core.db.models.Rating`. So a repeat is never counted as a second rater, and the
@@ -18,47 +19,14 @@ by assignment id, and the repeat is always the newer assignment.
 from __future__ import annotations
 
 import hashlib
-import math
 
 import pandas as pd
 from sqlalchemy import and_
 from sqlmodel import Session, col, select
 
-from medhelm_core.db.audit import Actor, record_event
 from medhelm_core.db.models import Assignment, Item, RatingSubmission, Study, User
-from medhelm_core.errors import ValidationError
 
-#: the largest share of items that may come back: beyond it the repeats crowd out the first ratings
-MAX_RETEST_SHARE = 0.5
 RETEST_PAIR_COLUMNS: tuple[str, ...] = ("rater_id", "item_id", "criterion", "first", "repeat")
-
-
-def set_retest(
-    session: Session, study: Study, share: float, gap: int | None = None, *, actor: Actor = None
-) -> Study:
-    """Turn test-retest on (``share`` > 0) or off (0) and set the gap, in the caller's transaction.
-
-    Repeats already scheduled stay in the queues; a new share applies to ratings submitted from now on.
-
-    Examples
-    --------
-    >>> set_retest(session, study, 0.1, gap=10, actor=who)  # doctest: +SKIP
-    """
-    try:
-        value = float(share)
-    except (TypeError, ValueError):
-        message = f"the retest share must be a number between 0 and {MAX_RETEST_SHARE}, not {share!r}"
-        raise ValidationError(message) from None
-    if not math.isfinite(value) or not 0 <= value <= MAX_RETEST_SHARE:
-        raise ValidationError(f"the retest share must be between 0 and {MAX_RETEST_SHARE}, not {share!r}")
-    if gap is not None:
-        if isinstance(gap, bool) or not isinstance(gap, int) or gap < 1:
-            raise ValidationError(f"the retest gap must be a whole number of items, 1 or more, not {gap!r}")
-        study.retest_gap = gap
-    study.retest_share = value
-    session.add(study)
-    record_event(session, "study.retest", actor=actor, study_id=study.id, share=value, gap=study.retest_gap)
-    return study
 
 
 def chosen_for_retest(seed: int, user_id: int, item_id: int, share: float) -> bool:
@@ -75,7 +43,7 @@ def chosen_for_retest(seed: int, user_id: int, item_id: int, share: float) -> bo
     return int.from_bytes(digest[:8], "big") / 2**64 < share
 
 
-def _queue_rows(session: Session, study_id: int, user_id: int) -> list[tuple[Assignment, bool]]:
+def _queue_rows(session: Session, study: Study, user_id: int) -> list[tuple[Assignment, bool]]:
     """The clinician's assignments in queue order, each with whether it has a submission of its kind."""
     submitted = (
         select(RatingSubmission.item_id, RatingSubmission.retest)
@@ -86,7 +54,7 @@ def _queue_rows(session: Session, study_id: int, user_id: int) -> list[tuple[Ass
     rows = session.exec(
         select(Assignment, submitted.c.item_id)
         .outerjoin(submitted, and_(submitted.c.item_id == Assignment.item_id, submitted.c.retest == Assignment.retest))
-        .where(Assignment.study_id == study_id, Assignment.user_id == user_id)
+        .where(Assignment.study_id == study.id, Assignment.user_id == user_id)
         .order_by(col(Assignment.position), col(Assignment.id))
     ).all()
     return [(a, done is not None) for a, done in rows]
@@ -101,7 +69,7 @@ def schedule_retest(session: Session, study: Study, user_id: int, item_id: int) 
     """
     if study.retest_share <= 0 or not chosen_for_retest(study.order_seed, user_id, item_id, study.retest_share):
         return None
-    rows = _queue_rows(session, study.id, user_id)
+    rows = _queue_rows(session, study, user_id)
     if any(a.retest and a.item_id == item_id for a, _ in rows):
         return None
     place = next((n for n, (a, _) in enumerate(rows) if a.item_id == item_id and not a.retest), None)

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from medhelm_core.agreement import CLINICIAN_CEILING, COMPOSITE, POOLED
-from medhelm_core.report.content import ReportContent, interval, number
+from medhelm_core.agreement import COMPOSITE, POOLED
+from medhelm_core.figures.displays import robust_display, subsets_display, versions_display
+from medhelm_core.format import interval, intervals, number
+from medhelm_core.report.content import ReportContent
 
 
 @dataclass(frozen=True)
@@ -22,55 +24,6 @@ class Section:
     text: str
     table: pd.DataFrame | None = None
     chart: str | None = None
-
-
-def robust_display(robust: pd.DataFrame) -> pd.DataFrame:
-    """AC2 and weighted kappa beside each other, one row per comparison, benchmark and criterion."""
-    if robust.empty:
-        return pd.DataFrame()
-    rows = []
-    for (comparison, bench, crit), part in robust.groupby(["comparison", "benchmark", "criterion"], sort=False):
-        by = part.set_index("method")
-        ac, kappa = by.loc["AC2"], by.loc["kappa_qw"]
-        rows.append({
-            "comparison": comparison, "benchmark": bench, "criterion": crit,
-            "AC2": number(ac["estimate"]), "AC2 95% CI": interval(ac["ci_low"], ac["ci_high"]),
-            "observed": number(ac["observed_agreement"], 2), "chance": number(ac["chance_agreement"], 2),
-            "kappa": number(kappa["estimate"]), "kappa 95% CI": interval(kappa["ci_low"], kappa["ci_high"]),
-            "n": str(int(ac["n_items"])),
-        })
-    return pd.DataFrame(rows)
-
-
-def subsets_display(subsets: pd.DataFrame, benchmark: str = POOLED) -> pd.DataFrame:
-    """Each judge subset and the clinicians' ceiling, as strings."""
-    part = subsets[subsets["benchmark"] == benchmark]
-    return pd.DataFrame({
-        "subset": part["subset"],
-        "ICC(3,k)": part["estimate"].map(number),
-        "95% CI": [interval(lo, hi) if s != CLINICIAN_CEILING else f"range {interval(rl, rh)}"
-                   for s, lo, hi, rl, rh in zip(part["subset"], part["ci_low"], part["ci_high"], part["range_low"],
-                                                part["range_high"], strict=True)],
-        "r": part["pearson_r"].map(number),
-        "n": part["n_items"].astype(str),
-        "note": part["note"],
-    })
-
-
-def versions_display(table: pd.DataFrame) -> pd.DataFrame:
-    """Per jury version: its ICC, interval, difference from the baseline with its paired interval."""
-    rows = table[table["criterion"] == COMPOSITE]
-    return pd.DataFrame({
-        "version": rows["short_label"] if "short_label" in rows else rows["label"],
-        "ICC(3,k)": rows["estimate"].map(number),
-        "95% CI": [interval(lo, hi) for lo, hi in zip(rows["ci_low"], rows["ci_high"], strict=True)],
-        "vs baseline": ["baseline" if b else number(d) for b, d in zip(rows["baseline"], rows["diff"], strict=True)],
-        "difference 95% CI": ["" if b else interval(lo, hi)
-                              for b, lo, hi in zip(rows["baseline"], rows["diff_ci_low"], rows["diff_ci_high"],
-                                                   strict=True)],
-        "change": rows["change"],
-        "n": rows["n_items"].astype(str),
-    })
 
 
 def quality_displays(content: ReportContent) -> list[tuple[str, pd.DataFrame]]:
@@ -101,7 +54,7 @@ def quality_displays(content: ReportContent) -> list[tuple[str, pd.DataFrame]]:
             "same score": retest["exact"].map(lambda v: number(v, 2)),
             "within 1": retest["within_one"].map(lambda v: number(v, 2)),
             "ICC(A,1)": retest["icc_a1"].map(number),
-            "95% CI": [interval(lo, hi) for lo, hi in zip(retest["ci_low"], retest["ci_high"], strict=True)],
+            "95% CI": intervals(retest["ci_low"], retest["ci_high"]),
         })))
     return out
 

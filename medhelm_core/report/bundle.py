@@ -6,6 +6,10 @@ tables (current ratings, every revision, every verdict, every metric score) are 
 manifest names the study, rubric, jury configuration, prompt hash, package versions and the database's
 schema revision. Item texts are not in the bundle (they may hold patient text and are not needed to
 recompute a figure); ``items.csv`` holds each item's identity.
+
+The CSVs are written by :func:`medhelm_core.csv_safe.write_csv`, which quotes a text cell (a model, rater,
+benchmark or item name) that a spreadsheet would run as a formula; :func:`read_scores_long` takes the quote
+away again, so the agreement table's input is exact. Scores are numbers and are never touched.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from typing import Any
 import pandas as pd
 from sqlmodel import Session
 
+from medhelm_core.csv_safe import unquote, write_csv
 from medhelm_core.db.models import Study
-from medhelm_core.frames import clinician_ratings_frame, rating_history_frame, verdicts_frame
-from medhelm_core.metrics import metric_scores_frame
+from medhelm_core.frames import clinician_ratings_frame, metric_scores_frame, rating_history_frame, verdicts_frame
+from medhelm_core.jury.config import rubric_to_dict
 from medhelm_core.report.content import ReportContent
 
 BUNDLE_DIR = "data"
@@ -94,21 +99,8 @@ def manifest(content: ReportContent, files: dict[str, dict[str, Any]]) -> dict[s
         "format": "medhelm-calibrate calibration report bundle, version 1",
         "generated_at": content.generated_at,
         "study": content.study,
-        "rubric": {
-            "name": rubric.name,
-            "version": rubric.version,
-            "title": rubric.title,
-            "criteria": [
-                {
-                    "name": c.name,
-                    "label": c.label,
-                    "description": c.description,
-                    "scale": [c.scale_min, c.scale_max],
-                    "anchors": {str(k): v for k, v in sorted(c.anchors.items())},
-                }
-                for c in rubric.criteria
-            ],
-        },
+        # The rubric as the jury stores it, without the description (the manifest has never held it).
+        "rubric": {k: v for k, v in rubric_to_dict(rubric).items() if k != "description"},
         "jury_run": None
         if run is None
         else {
@@ -137,6 +129,9 @@ def manifest(content: ReportContent, files: dict[str, dict[str, Any]]) -> dict[s
             "output": f"{BUNDLE_DIR}/agreement.csv",
             "read_as_text": ["item_id", "rater_id", "rater_kind", "criterion", "benchmark", "model"],
         },
+        # medhelm_core.csv_safe: how to get a quoted text back (read_scores_long does it)
+        "csv_formula_quoting": "a text cell that would start a spreadsheet formula (= + - @ tab or carriage "
+                               "return, after any leading ') has one ' prepended: remove it to read the value",
         "schema_revision": content.schema_revision,
         "package_versions": content.versions,
         "files": files,
@@ -147,16 +142,13 @@ def write_bundle(session: Session, study: Study, content: ReportContent, out_dir
     """Write ``out_dir/data/*.csv`` and ``out_dir/manifest.json``; returns the manifest.
 
     Each file is written under a temporary name and renamed, so an interrupted export never leaves a
-    half-written file under its final name.
+    half-written file under its final name; formula-like text cells are quoted (see :mod:`medhelm_core.csv_safe`).
     """
     folder = out_dir / BUNDLE_DIR
     folder.mkdir(parents=True, exist_ok=True)
     files: dict[str, dict[str, Any]] = {}
     for stem, frame in bundle_tables(session, study, content).items():
-        target = folder / f"{stem}.csv"
-        tmp = target.with_suffix(".csv.tmp")
-        frame.to_csv(tmp, index=False)
-        tmp.replace(target)
+        target = write_csv(frame, folder / f"{stem}.csv")
         files[f"{BUNDLE_DIR}/{target.name}"] = {"rows": len(frame), "sha256": _sha256(target)}
     result = manifest(content, files)
     target = out_dir / MANIFEST
@@ -167,6 +159,13 @@ def write_bundle(session: Session, study: Study, content: ReportContent, out_dir
 
 
 def read_scores_long(path: Path) -> pd.DataFrame:
-    """Read a bundle's ``scores_long.csv`` back with its ids as text (as the agreement engine had them)."""
+    """Read a bundle's ``scores_long.csv`` back with its ids as text (as the agreement engine had them).
+
+    A name the bundle quoted against spreadsheet formulas (``'=x``) is read back as it was stored (``=x``).
+    """
     text = {c: str for c in ("item_id", "rater_id", "rater_kind", "criterion", "benchmark", "model")}
-    return pd.read_csv(path, dtype=text, keep_default_na=False, na_values={"score": [""]})
+    frame = pd.read_csv(path, dtype=text, keep_default_na=False, na_values={"score": [""]})
+    for column in text:
+        if column in frame:
+            frame[column] = frame[column].map(unquote)
+    return frame

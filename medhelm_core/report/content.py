@@ -7,7 +7,6 @@ disagree with each other or with the Agreement page.
 
 from __future__ import annotations
 
-import math
 import platform
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,8 @@ import altair as alt
 import pandas as pd
 from sqlmodel import Session, col, select
 
-from medhelm_core.agreement import COMPOSITE, POOLED, PROTOCOLS
+from medhelm_core.agreement import COMPOSITE, POOLED
+from medhelm_core.agreement.protocol import PROTOCOLS
 from medhelm_core.db.migrate import current_revision
 from medhelm_core.db.models import Item, Study
 from medhelm_core.errors import ValidationError
@@ -47,6 +47,7 @@ from medhelm_core.figures import (
     score_distribution,
     version_chart,
 )
+from medhelm_core.format import intervals, number
 from medhelm_core.rating.quality import RaterQuality, study_rater_quality
 
 #: distributions whose versions decide the figures (or how they are drawn); listed in the manifest
@@ -252,20 +253,6 @@ def report_content(
     )
 
 
-def number(value: Any, digits: int = 3) -> str:
-    """A figure for a table: rounded, ``n/a`` for a missing or infinite one, never ``-0.000``."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)) or pd.isna(value):
-        return "n/a"
-    return f"{round(float(value), digits) + 0.0:.{digits}f}"
-
-
-def interval(low: Any, high: Any) -> str:
-    """A 95% interval as ``0.10 to 0.69`` (``n/a`` when undefined)."""
-    if any(v is None or pd.isna(v) for v in (low, high)):
-        return "n/a"
-    return f"{number(low, 2)} to {number(high, 2)}"
-
-
 def headline_display(headline: pd.DataFrame) -> pd.DataFrame:
     """The headline table as strings, the way the report prints it."""
     return pd.DataFrame(
@@ -274,30 +261,13 @@ def headline_display(headline: pd.DataFrame) -> pd.DataFrame:
             "benchmark": headline["benchmark"],
             "criterion": headline["criterion"],
             "ICC(3,k)": headline["icc"].map(number),
-            "95% CI": [interval(lo, hi) for lo, hi in zip(headline["ci_low"], headline["ci_high"], strict=True)],
+            "95% CI": intervals(headline["ci_low"], headline["ci_high"]),
             "n": headline["n_items"].astype(str),
             "r": headline["pearson_r"].map(number),
             "rho": headline["spearman_rho"].map(number),
             "kappa": headline["kappa_qw"].map(number),
             "reading": headline["reading"],
             "note": headline["note"],
-        }
-    )
-
-
-def agreement_display(agreement: pd.DataFrame) -> pd.DataFrame:
-    """Every row of the engine's table as strings (the report's "every figure" appendix)."""
-    return pd.DataFrame(
-        {
-            "comparison": agreement["comparison"],
-            "benchmark": agreement["benchmark"],
-            "criterion": agreement["criterion"],
-            "method": agreement["method"],
-            "estimate": agreement["estimate"].map(number),
-            "95% CI": [interval(lo, hi) for lo, hi in zip(agreement["ci_low"], agreement["ci_high"], strict=True)],
-            "CI by": agreement["ci_method"].fillna(""),
-            "n": agreement["n_items"].astype(str),
-            "note": agreement["note"],
         }
     )
 
@@ -319,29 +289,3 @@ def disagreements_display(d: pd.DataFrame) -> pd.DataFrame:
     if "output_excerpt" in d:
         shown["output (excerpt)"] = d["output_excerpt"]
     return shown
-
-
-def leniency_display(le: pd.DataFrame, speed: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Clinician leniency and agreement with the others as strings; with ``speed``
-    (:func:`~medhelm_core.rating.quality_flags.speed_summary`), each clinician's fast first ratings too."""
-    out = pd.DataFrame(
-        {
-            "clinician": le["clinician"],
-            "items": le["n_items"],
-            "shared": le["n_shared"],
-            "mean score": le["mean_score"].map(lambda v: number(v, 2)),
-            "mean z": le["mean_z"].map(lambda v: number(v, 2)),
-            "spread": le["spread"].map(lambda v: number(v, 2)),
-            "ICC(3,k) with others": le["icc3k"].map(number),
-            "95% CI": [
-                f"{number(lo, 2)} to {number(hi, 2)}" if pd.notna(lo) else "n/a"
-                for lo, hi in zip(le["ci_low"], le["ci_high"], strict=True)
-            ],
-            "note": le["note"],
-        }
-    )
-    if speed is not None and not speed.empty:
-        fast = speed.set_index("rater_id")
-        flags = {r: f"{int(row.n_fast)} of {int(row.n_timed)}" for r, row in fast.iterrows()}
-        out.insert(6, "fast first ratings", le["clinician"].map(flags).fillna("n/a"))
-    return out

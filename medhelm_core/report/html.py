@@ -15,16 +15,10 @@ from html import escape
 import altair as alt
 import pandas as pd
 
+from medhelm_core.figures.displays import agreement_display, leniency_display
+from medhelm_core.format import number
 from medhelm_core.report.alignment import alignment_sections
-from medhelm_core.report.content import (
-    CHART_TITLES,
-    ReportContent,
-    agreement_display,
-    disagreements_display,
-    headline_display,
-    leniency_display,
-    number,
-)
+from medhelm_core.report.content import CHART_TITLES, ReportContent, disagreements_display, headline_display
 from medhelm_core.report.method import method_paragraphs, recompute_snippet
 
 #: the Vega-Lite version (major.minor) the installed Altair writes; the inlined bundle must match it

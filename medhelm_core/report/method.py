@@ -7,7 +7,7 @@ bootstrap, and the exact call that recomputes the table.
 
 from __future__ import annotations
 
-from medhelm_core.agreement import MIN_ITEMS
+from medhelm_core.agreement.contract import MIN_ITEMS
 from medhelm_core.figures import HEADLINE_METRICS
 from medhelm_core.report.content import ReportContent
 

@@ -16,16 +16,10 @@ import pandas as pd
 from fpdf import FPDF
 from fpdf.fonts import FontFace
 
+from medhelm_core.figures.displays import agreement_display, leniency_display
+from medhelm_core.format import number
 from medhelm_core.report.alignment import alignment_sections
-from medhelm_core.report.content import (
-    CHART_TITLES,
-    ReportContent,
-    agreement_display,
-    disagreements_display,
-    headline_display,
-    leniency_display,
-    number,
-)
+from medhelm_core.report.content import CHART_TITLES, ReportContent, disagreements_display, headline_display
 from medhelm_core.report.method import method_paragraphs, recompute_snippet
 
 _FONT_CANDIDATES = (Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"),)

@@ -9,14 +9,10 @@ import pytest
 from scipy import stats
 
 import medhelm_core.agreement.bootstrap as bootstrap_module
-from medhelm_core.agreement import (
-    PINGOUIN_NAMES,
-    AgreementInputError,
-    bootstrap_distribution,
-    bootstrap_icc,
-    icc_matrix,
-    jackknife_distribution,
-)
+from medhelm_core.agreement import bootstrap_icc
+from medhelm_core.agreement.bootstrap import bootstrap_distribution, jackknife_distribution
+from medhelm_core.agreement.icc import PINGOUIN_NAMES, icc_matrix
+from medhelm_core.errors import AgreementInputError
 
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword")
 

@@ -8,15 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medhelm_core.agreement import (
-    AgreementInputError,
-    agreement_table,
-    koo_li_interval_reading,
-    koo_li_reading,
-    rater_scores,
-    validate_long,
-)
-from medhelm_core.errors import MedhelmError
+from medhelm_core.agreement import agreement_table, koo_li_reading, rater_scores, validate_long
+from medhelm_core.agreement.interpret import koo_li_interval_reading
+from medhelm_core.errors import AgreementInputError, MedhelmError
 
 
 def good_long() -> pd.DataFrame:

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medhelm_core.agreement import AgreementInputError, agreement_table, bootstrap_icc, icc_table, validate_long
+from medhelm_core.agreement import agreement_table, bootstrap_icc, icc_table, validate_long
+from medhelm_core.errors import AgreementInputError
 
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword")
 CLINICIANS_AND_JURY = [("c1", "clinician"), ("c2", "clinician"), ("jury", "jury")]

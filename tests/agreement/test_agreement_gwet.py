@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medhelm_core.agreement import AgreementInputError, weighted_kappa
+from medhelm_core.agreement import weighted_kappa
 from medhelm_core.agreement.gwet import GWET_COLUMNS, category_counts, gwet_ac, gwet_ac_table, gwet_weights
+from medhelm_core.errors import AgreementInputError
 
 NAN = np.nan
 # Gwet (2014), Handbook of Inter-Rater Reliability, 4th ed., p. 120: 4 raters, 12 units, scale 1-5,

@@ -8,15 +8,15 @@ import pingouin as pg
 import pytest
 from scipy import stats
 
-from medhelm_core.agreement import (
+from medhelm_core.agreement import icc_table
+from medhelm_core.agreement.icc import (
     ICC_TYPES,
     PINGOUIN_NAMES,
-    AgreementInputError,
     icc_from_sums_of_squares,
     icc_matrix,
-    icc_table,
     weighted_sums_of_squares,
 )
+from medhelm_core.errors import AgreementInputError
 
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword")
 

@@ -8,15 +8,10 @@ import pingouin as pg
 import pytest
 from scipy import stats
 
-from medhelm_core.agreement import (
-    PINGOUIN_NAMES,
-    AgreementInputError,
-    icc1_unbalanced,
-    icc_matrix,
-    krippendorff_alpha,
-    leave_one_clinician_out,
-    zscore_within,
-)
+from medhelm_core.agreement import icc1_unbalanced, krippendorff_alpha, leave_one_clinician_out
+from medhelm_core.agreement.icc import PINGOUIN_NAMES, icc_matrix
+from medhelm_core.agreement.pairs import zscore_within
+from medhelm_core.errors import AgreementInputError
 
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword")
 

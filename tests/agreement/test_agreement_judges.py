@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from medhelm_core.agreement import AgreementInputError, agreement_table, leave_one_clinician_out, weighted_kappa
+from medhelm_core.agreement import agreement_table, leave_one_clinician_out, weighted_kappa
 from medhelm_core.agreement.judges import CLINICIAN_CEILING, JUDGE_SUBSET_COLUMNS, judge_subset_agreement
 from medhelm_core.agreement.kappa import weighted_kappa_ci
+from medhelm_core.errors import AgreementInputError
 
 CRITERIA = ("accuracy", "completeness", "clarity")
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from medhelm_core.agreement import AgreementInputError, weighted_kappa
+from medhelm_core.agreement import weighted_kappa
+from medhelm_core.errors import AgreementInputError
 
 
 def test_quadratic_kappa_matches_a_hand_computed_example() -> None:

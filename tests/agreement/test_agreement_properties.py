@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from medhelm_core.agreement import ICC_TYPES, bootstrap_icc, icc_matrix, icc_table
+from medhelm_core.agreement import bootstrap_icc, icc_table
+from medhelm_core.agreement.icc import ICC_TYPES, icc_matrix
 
 COLUMNS = ["icc", "F", "ci_low", "ci_high"]
 FAST = settings(max_examples=60, deadline=None)

@@ -10,14 +10,10 @@ import pingouin as pg
 import pytest
 from scipy import stats
 
-from medhelm_core.agreement import (
-    ICC_TYPES,
-    PINGOUIN_NAMES,
-    TABLE_COLUMNS,
-    agreement_table,
-    icc_matrix,
-    zscore_within,
-)
+from medhelm_core.agreement import agreement_table
+from medhelm_core.agreement.icc import ICC_TYPES, PINGOUIN_NAMES, icc_matrix
+from medhelm_core.agreement.pairs import zscore_within
+from medhelm_core.agreement.protocol import TABLE_COLUMNS
 
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword")
 

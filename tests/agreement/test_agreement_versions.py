@@ -14,10 +14,10 @@ from support.jury_support import LOCAL_A, LOCAL_B, make_study
 
 from medhelm_core.accounts.users import add_user
 from medhelm_core.agreement import pair_agreement, version_agreement
-from medhelm_core.agreement.contract import AgreementInputError
 from medhelm_core.cli import main
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import Item, JudgeVerdict, JuryRun, Rating, User, utcnow
+from medhelm_core.errors import AgreementInputError
 from medhelm_core.figures.jury_versions_data import load_version_inputs, study_version_agreement
 from medhelm_core.jury.config import build_config
 from medhelm_core.jury.prompt import DEFAULT_TEMPLATE

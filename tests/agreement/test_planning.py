@@ -10,13 +10,13 @@ from scipy import integrate, stats
 
 from medhelm_core.agreement.planning import (
     PLAN_COLUMNS,
-    PlanningError,
     bonett_items,
     ci_width_distribution,
     items_needed,
     plan_table,
     zou_lower_bound_items,
 )
+from medhelm_core.errors import PlanningError
 
 
 def simulated_intervals(

@@ -16,11 +16,11 @@ from medhelm_core.accounts.auth import sign_in
 from medhelm_core.accounts.users import add_user
 from medhelm_core.cli import main
 from medhelm_core.db import backup as backup_mod
-from medhelm_core.db.backup import BackupError, backup_database, backup_revision, restore_database
+from medhelm_core.db.backup import backup_database, backup_revision, restore_database
 from medhelm_core.db.engine import make_engine, transaction
 from medhelm_core.db.migrate import head_revision, upgrade_database
 from medhelm_core.db.models import AuditEvent, Item, Rating, User
-from medhelm_core.errors import ValidationError
+from medhelm_core.errors import BackupError, ValidationError
 from medhelm_core.importers import import_paths
 from medhelm_core.rating.assignment import assign_balanced
 from medhelm_core.rating.ratings import record_rating

@@ -35,7 +35,7 @@ def test_twenty_clinicians_submitting_at_once_lose_and_double_nothing(engine):
 
     def work(who: Principal) -> int:
         with Session(engine) as s:
-            entries = rq.queue(s, who, study.id)
+            entries = rq.queue(s, who, study)
         start.wait()
         written = 0
         for n, entry in enumerate(entries):
@@ -43,7 +43,7 @@ def test_twenty_clinicians_submitting_at_once_lose_and_double_nothing(engine):
                 for retry in range(5):
                     try:
                         with transaction(engine) as s:
-                            written += rq.submit(s, who, study.id, entry.item_id,
+                            written += rq.submit(s, who, study, entry.item_id,
                                                  {"accuracy": 1 + n % 5, "completeness": 3, "clarity": 4},
                                                  request_id=f"{who.username}-{entry.item_id}")
                         break
@@ -62,5 +62,5 @@ def test_twenty_clinicians_submitting_at_once_lose_and_double_nothing(engine):
         per_user = s.exec(
             select(User.username, func.count(RatingSubmission.id)).join(RatingSubmission).group_by(User.username)
         ).all()
-        queued = sorted(len(rq.queue(s, p, study.id)) for p in principals)
+        queued = sorted(len(rq.queue(s, p, study)) for p in principals)
     assert sorted(n for _, n in per_user) == queued

@@ -29,7 +29,7 @@ from medhelm_core.figures import (
     freshness_note,
     wait_for_updates,
 )
-from medhelm_core.figures import agreement_figures as figures_module
+from medhelm_core.figures import cache as figures_module
 from medhelm_core.rating.ratings import record_rating
 from medhelm_core.rubric import rubric_spec
 from medhelm_core.studies import get_study
@@ -267,7 +267,7 @@ def test_the_report_uses_current_figures_while_the_page_shows_older_ones(small_s
     with Session(engine) as s:
         study = get_study(s, STUDY)
         before = data_version(s, study)
-    key = FigureKey.of(engine, study.id)
+    key = FigureKey.of(engine, study)
     old = agreement_figures(engine, key, before).value
     rate(small_study, 5)
     with Session(engine) as s:

@@ -13,10 +13,9 @@ from medhelm_core.agreement import agreement_table
 from medhelm_core.db.engine import make_engine
 from medhelm_core.db.models import Item, JuryRun, MetricScore, User, utcnow
 from medhelm_core.demo import DEMO_STUDY, MEDHELM_STUDY
-from medhelm_core.errors import NotFoundError
+from medhelm_core.errors import NotEnoughRatingsError, NotFoundError
 from medhelm_core.figures import (
     ITEM_SELECTION,
-    NotEnoughRatingsError,
     bland_altman,
     bland_altman_chart,
     clinician_leniency,

@@ -10,15 +10,17 @@ import pytest
 from sqlalchemy import MetaData, select
 from sqlmodel import Session
 from support.fake_openai_server import FakeOpenAI
+from support.helpers import study_named
 from support.jury_support import LOCAL_A, LOCAL_B, PRICED, by_scenario, fast_config, make_study, the_run, verdicts
 
 from medhelm_core.db.models import AuditEvent
+from medhelm_core.errors import MissingCredentialsError
 from medhelm_core.export import export_study
-from medhelm_core.frames import jury_long_frame
-from medhelm_core.jury import MissingCredentialsError, estimate_run, item_jury_scores, run_jury, run_jury_async
+from medhelm_core.frames import jury_long_frame, jury_runs
 from medhelm_core.jury import calls as jury_calls
+from medhelm_core.jury import estimate_run, item_jury_scores, run_jury, run_jury_async
 from medhelm_core.jury.calls import REMINDER_SEPARATOR
-from medhelm_core.jury.store import effective_status, request_stop, study_runs
+from medhelm_core.jury.store import effective_status, request_stop
 from medhelm_core.studies import get_study
 
 KEY = "sk-test-SECRET-0123456789abcdef"
@@ -41,7 +43,8 @@ SCRIPTED = ["good", "prose", "fence", "garbage_then_good", "rate_limit_then_good
 
 def test_every_scripted_answer_ends_as_a_verdict_or_a_recorded_failure(engine, server):
     study = make_study(engine, SCRIPTED)
-    summary = run_jury(engine, study, fast_config(server.base_url, (LOCAL_A, LOCAL_B), timeout=0.5))
+    summary = run_jury(engine, study_named(engine, study),
+                       fast_config(server.base_url, (LOCAL_A, LOCAL_B), timeout=0.5))
     assert summary.status == "finished" and (summary.planned, summary.done, summary.failed) == (20, 20, 4)
     got = by_scenario(engine)
     for scenario in SCRIPTED[:8]:
@@ -59,7 +62,7 @@ def test_transient_errors_are_retried_and_a_bad_answer_gets_one_reminder(sqlite_
     study = make_study(sqlite_engine, ["rate_limit_then_good", "server_error_then_good", "slow_then_good",
                                        "garbage_then_good", "garbage"])
     started = time.monotonic()
-    run_jury(sqlite_engine, study, fast_config(server.base_url, timeout=0.5))
+    run_jury(sqlite_engine, study_named(sqlite_engine, study), fast_config(server.base_url, timeout=0.5))
     attempts = {s: len(server.calls_for(s)) for s in ("rate_limit_then_good", "server_error_then_good",
                                                       "slow_then_good", "garbage_then_good", "garbage")}
     assert attempts == {"rate_limit_then_good": 2, "server_error_then_good": 2, "slow_then_good": 2,
@@ -73,7 +76,7 @@ def test_transient_errors_are_retried_and_a_bad_answer_gets_one_reminder(sqlite_
 
 def test_a_judge_that_keeps_failing_is_recorded_as_failed_and_never_counted(engine, server):
     study = make_study(engine, ["good", "always_500", "garbage"])
-    run_jury(engine, study, fast_config(server.base_url, (LOCAL_A, LOCAL_B)))
+    run_jury(engine, study_named(engine, study), fast_config(server.base_url, (LOCAL_A, LOCAL_B)))
     got = by_scenario(engine)
     assert "gave up after 4 attempts" in got["always_500"][0].error and got["always_500"][0].raw_response == ""
     assert len(server.calls_for("always_500")) == 8  # 4 attempts per judge
@@ -93,25 +96,26 @@ def summary_run_id(engine) -> int:
 def test_a_second_run_makes_no_calls_and_a_failure_without_an_answer_is_retried(engine, server):
     study = make_study(engine, ["good", "prose", "always_500"])
     config = fast_config(server.base_url)
-    first = run_jury(engine, study, config)
+    first = run_jury(engine, study_named(engine, study), config)
     n_calls = len(server.calls)
-    second = run_jury(engine, study, config)
+    second = run_jury(engine, study_named(engine, study), config)
     assert second.run_id == first.run_id and second.status == "finished"
     assert len(server.calls) - n_calls == 4  # only the verdict that failed with no answer: 4 attempts again
     assert (second.done, second.failed) == (3, 1) and len(verdicts(engine)) == 3
     server.calls.clear()
-    assert run_jury(engine, study, fast_config(server.base_url, concurrency=1, timeout=9)).run_id == first.run_id
+    assert run_jury(engine, study_named(engine, study),
+                    fast_config(server.base_url, concurrency=1, timeout=9)).run_id == first.run_id
     assert len(server.calls_for("good")) == 0  # execution settings do not make a new run
 
 
 def test_a_new_judge_reuses_the_verdicts_the_others_already_gave(engine, server):
     study = make_study(engine, ["good", "fence"])
-    run_jury(engine, study, fast_config(server.base_url, (LOCAL_A,)))
+    run_jury(engine, study_named(engine, study), fast_config(server.base_url, (LOCAL_A,)))
     server.calls.clear()
-    both = run_jury(engine, study, fast_config(server.base_url, (LOCAL_A, LOCAL_B)))
+    both = run_jury(engine, study_named(engine, study), fast_config(server.base_url, (LOCAL_A, LOCAL_B)))
     assert {c["model"] for c in server.calls} == {"local-judge-b"} and len(server.calls) == 2
     assert (both.reused, both.done, both.calls_made) == (2, 4, 2)
-    assert estimate_run(engine, study, fast_config(server.base_url, (LOCAL_A, LOCAL_B))).calls == 0
+    assert estimate_run(engine, study_named(engine, study), fast_config(server.base_url, (LOCAL_A, LOCAL_B))).calls == 0
 
 
 def test_an_interrupted_run_resumes_without_repeating_or_duplicating(engine):
@@ -120,7 +124,7 @@ def test_an_interrupted_run_resumes_without_repeating_or_duplicating(engine):
         config = fast_config(server.base_url, concurrency=2)
 
         async def interrupt() -> None:
-            task = asyncio.create_task(run_jury_async(engine, study, config))
+            task = asyncio.create_task(run_jury_async(engine, study_named(engine, study), config))
             while sum(1 for _ in verdicts(engine)) < 3:
                 await asyncio.sleep(0.05)
             task.cancel()  # what Ctrl-C does to the CLI's run
@@ -132,7 +136,7 @@ def test_an_interrupted_run_resumes_without_repeating_or_duplicating(engine):
         run = the_run(engine, verdicts(engine)[0].jury_run_id)
         assert run.status == "stopped" and 3 <= done_before < 10 and run.calls_done == done_before
         calls_before = len(server.calls)
-        resumed = run_jury(engine, study, config)
+        resumed = run_jury(engine, study_named(engine, study), config)
         assert resumed.status == "finished" and resumed.done == 10
         assert len(server.calls) - calls_before == 10 - done_before
         assert len(verdicts(engine)) == 10 and len({(v.item_id, v.judge) for v in verdicts(engine)}) == 10
@@ -143,7 +147,8 @@ def test_a_stop_request_lets_calls_in_flight_finish_then_resume_completes(sqlite
         study = make_study(sqlite_engine, ["good"] * 30)
         config = fast_config(server.base_url, concurrency=2)
         result = {}
-        worker = threading.Thread(target=lambda: result.setdefault("s", run_jury(sqlite_engine, study, config)))
+        row = study_named(sqlite_engine, study)
+        worker = threading.Thread(target=lambda: result.setdefault("s", run_jury(sqlite_engine, row, config)))
         worker.start()
         while len(verdicts(sqlite_engine)) < 2:
             time.sleep(0.02)
@@ -153,12 +158,12 @@ def test_a_stop_request_lets_calls_in_flight_finish_then_resume_completes(sqlite
         worker.join(20)
         assert result["s"].status == "stopped" and result["s"].done < 30
         assert len(server.calls) == len(verdicts(sqlite_engine))  # nothing in flight was lost
-        assert run_jury(sqlite_engine, study, config).done == 30
+        assert run_jury(sqlite_engine, study_named(sqlite_engine, study), config).done == 30
 
 
 def test_tokens_and_cost_are_summed_from_litellms_usage(engine, server):
     study = make_study(engine, ["good", "garbage_then_good", "prose"])
-    summary = run_jury(engine, study, fast_config(server.base_url, (PRICED, LOCAL_B)))
+    summary = run_jury(engine, study_named(engine, study), fast_config(server.base_url, (PRICED, LOCAL_B)))
     rows = verdicts(engine)
     served_prompt = sum(sum(len(m["content"]) for m in c["messages"]) // 4 for c in server.calls)
     assert summary.prompt_tokens == sum(v.prompt_tokens for v in rows) == served_prompt
@@ -173,14 +178,15 @@ def test_tokens_and_cost_are_summed_from_litellms_usage(engine, server):
 
 def test_the_estimate_counts_calls_and_prices_known_models(sqlite_engine, server):
     study = make_study(sqlite_engine, ["good"] * 5)
-    estimate = estimate_run(sqlite_engine, study, fast_config(server.base_url, (PRICED, LOCAL_B)))
+    estimate = estimate_run(sqlite_engine, study_named(sqlite_engine, study),
+                            fast_config(server.base_url, (PRICED, LOCAL_B)))
     assert (estimate.calls, estimate.planned, estimate.done) == (10, 10, 0)
     assert estimate.cost_usd > 0 and estimate.unpriced == [LOCAL_B] and not server.calls
 
 
 def test_keys_are_never_stored_logged_or_exported(engine, server, tmp_path, caplog):
     study = make_study(engine, ["good", "garbage", "always_500"])
-    run_jury(engine, study, fast_config(server.base_url))
+    run_jury(engine, study_named(engine, study), fast_config(server.base_url))
     assert {c["authorization"] for c in server.calls} == {f"Bearer {KEY}"}  # it was used ...
     meta = MetaData()
     meta.reflect(engine)
@@ -197,10 +203,10 @@ def test_a_missing_key_stops_before_any_call_with_the_variable_to_set(sqlite_eng
     monkeypatch.delenv("OPENAI_API_KEY")
     study = make_study(sqlite_engine, ["good"])
     with pytest.raises(MissingCredentialsError, match="set OPENAI_API_KEY .*any value"):
-        run_jury(sqlite_engine, study, fast_config(server.base_url))
+        run_jury(sqlite_engine, study_named(sqlite_engine, study), fast_config(server.base_url))
     assert not server.calls
     with Session(sqlite_engine) as session:
-        (run,) = study_runs(session, get_study(session, study))
+        (run,) = jury_runs(session, get_study(session, study))
     assert run.status == "failed" and "OPENAI_API_KEY" in run.config["state"]["error"]
 
 
@@ -210,7 +216,7 @@ def test_litellms_missing_credentials_error_becomes_the_same_clear_message(sqlit
     monkeypatch.setattr("medhelm_core.jury.runner.check_credentials", lambda litellm, config: None)
     study = make_study(sqlite_engine, ["good"])
     with pytest.raises(MissingCredentialsError, match="set OPENAI_API_KEY"):
-        run_jury(sqlite_engine, study, fast_config(server.base_url))
+        run_jury(sqlite_engine, study_named(sqlite_engine, study), fast_config(server.base_url))
     assert len(verdicts(sqlite_engine)) == 0
 
 
@@ -218,9 +224,11 @@ def test_a_named_key_variable_is_used_and_required(sqlite_engine, server, monkey
     monkeypatch.delenv("OPENAI_API_KEY")
     study = make_study(sqlite_engine, ["good"])
     with pytest.raises(MissingCredentialsError, match="set LOCAL_JUDGE_KEY"):
-        run_jury(sqlite_engine, study, fast_config(server.base_url, api_key_env="LOCAL_JUDGE_KEY"))
+        run_jury(sqlite_engine, study_named(sqlite_engine, study),
+                 fast_config(server.base_url, api_key_env="LOCAL_JUDGE_KEY"))
     monkeypatch.setenv("LOCAL_JUDGE_KEY", "local-secret-42")
-    assert run_jury(sqlite_engine, study, fast_config(server.base_url, api_key_env="LOCAL_JUDGE_KEY")).done == 1
+    assert run_jury(sqlite_engine, study_named(sqlite_engine, study),
+                    fast_config(server.base_url, api_key_env="LOCAL_JUDGE_KEY")).done == 1
     assert server.calls[-1]["authorization"] == "Bearer local-secret-42"
 
 
@@ -232,8 +240,8 @@ def test_redaction_removes_keys_from_errors():
 def test_each_start_or_resume_of_a_run_is_audited(sqlite_engine, server):
     study = make_study(sqlite_engine, ["good"])
     config = fast_config(server.base_url)
-    run_jury(sqlite_engine, study, config, actor="cli")
-    run_jury(sqlite_engine, study, config, actor="cli")
+    run_jury(sqlite_engine, study_named(sqlite_engine, study), config, actor="cli")
+    run_jury(sqlite_engine, study_named(sqlite_engine, study), config, actor="cli")
     with Session(sqlite_engine) as session:
         events = session.scalars(select(AuditEvent).where(AuditEvent.action == "jury.run")).all()
     assert [(e.actor, e.details["judges"], e.details["resumed"]) for e in events] == [

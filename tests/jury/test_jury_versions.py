@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import Session
 from support.fake_openai_server import FakeOpenAI
+from support.helpers import study_named
 from support.jury_support import LOCAL_A, LOCAL_B, fast_config, make_study
 
 from medhelm_core.db.engine import transaction
@@ -244,11 +245,12 @@ def test_a_config_records_its_versions_outside_the_hash(engine):
 
 def test_a_new_prompt_version_runs_as_a_second_run_that_records_v2(engine, server):
     study = make_study(engine, ["good", "good", "good"])
-    first = run_jury(engine, study, fast_config(server.base_url, (LOCAL_A, LOCAL_B)))
+    first = run_jury(engine, study_named(engine, study), fast_config(server.base_url, (LOCAL_A, LOCAL_B)))
     with transaction(engine) as s:
         v2, _ = save_template_version(s, "medhelm", STRICT, note="stricter", actor="cli")
     server.calls.clear()
-    second = run_jury(engine, study, fast_config(server.base_url, (LOCAL_A, LOCAL_B)).with_template(v2))
+    second = run_jury(engine, study_named(engine, study),
+                      fast_config(server.base_url, (LOCAL_A, LOCAL_B)).with_template(v2))
     assert second.run_id != first.run_id and second.calls_made == 6 and second.reused == 0
     assert all("Be strict" in c["messages"][0]["content"] for c in server.calls)
     assert second.versions["prompt_version"] == 2 and second.versions["judges"] == [LOCAL_A, LOCAL_B]
@@ -258,31 +260,32 @@ def test_a_new_prompt_version_runs_as_a_second_run_that_records_v2(engine, serve
     assert runs[second.run_id].config["prompt_version"] == 2 and runs[first.run_id].config["prompt_version"] == 1
     assert labels[second.run_id] == (f"run {second.run_id}: {LOCAL_A} + {LOCAL_B}; rubric medhelm v1; "
                                      "prompt medhelm v2")
-    again = run_jury(engine, study, fast_config(server.base_url, (LOCAL_A, LOCAL_B)).with_template(v2))
+    again = run_jury(engine, study_named(engine, study),
+                     fast_config(server.base_url, (LOCAL_A, LOCAL_B)).with_template(v2))
     assert again.run_id == second.run_id and again.calls_made == 0  # the same version resumes its run
 
 
 def test_a_version_with_the_same_text_is_its_own_run_and_shares_the_cached_verdicts(engine, server):
     study = make_study(engine, ["good", "good"])
-    first = run_jury(engine, study, fast_config(server.base_url))
+    first = run_jury(engine, study_named(engine, study), fast_config(server.base_url))
     with transaction(engine) as s:
         save_template_version(s, "medhelm", STRICT)
         v3, _ = save_template_version(s, "medhelm", DEFAULT_TEMPLATE, note="back to v1's text")
     server.calls.clear()
-    third = run_jury(engine, study, fast_config(server.base_url).with_template(v3))
+    third = run_jury(engine, study_named(engine, study), fast_config(server.base_url).with_template(v3))
     assert third.run_id != first.run_id and (third.calls_made, third.reused, third.done) == (0, 2, 2)
     assert third.config_hash == first.config_hash and not server.calls
 
 
 def test_a_run_from_before_versions_is_resumed_and_labelled_medhelm_v1(engine, server):
     study = make_study(engine, ["good"])
-    first = run_jury(engine, study, fast_config(server.base_url))
+    first = run_jury(engine, study_named(engine, study), fast_config(server.base_url))
     with transaction(engine) as s:
         run = s.get(JuryRun, first.run_id)
         run.config = {k: v for k, v in run.config.items() if k not in ("prompt_name", "prompt_version")}
     with Session(engine) as s:
         assert run_versions(s.get(JuryRun, first.run_id)).prompt_label == "medhelm v1"
-    assert run_jury(engine, study, fast_config(server.base_url)).run_id == first.run_id
+    assert run_jury(engine, study_named(engine, study), fast_config(server.base_url)).run_id == first.run_id
 
 
 def test_judges_see_the_rubric_version_chosen_and_a_resume_keeps_it(engine, server):
@@ -292,7 +295,7 @@ def test_judges_see_the_rubric_version_chosen_and_a_resume_keeps_it(engine, serv
         v2, _ = save_rubric_version(s, target, reworded(rubric_spec(s, target.rubric_id),
                                                         description="Judge correctness against current guidelines."))
     config = replace(fast_config(server.base_url), rubric=v2)
-    summary = run_jury(engine, study, config)
+    summary = run_jury(engine, study_named(engine, study), config)
     assert all("current guidelines" in c["messages"][0]["content"] for c in server.calls)
     with Session(engine) as s:
         target = get_study(s, study)
@@ -304,7 +307,7 @@ def test_judges_see_the_rubric_version_chosen_and_a_resume_keeps_it(engine, serv
 
 def test_the_preview_is_the_prompt_a_judge_gets(engine, server):
     study = make_study(engine, ["good"])
-    run_jury(engine, study, fast_config(server.base_url))
+    run_jury(engine, study_named(engine, study), fast_config(server.base_url))
     with Session(engine) as s:
         target = get_study(s, study)
         ((item_id, label),) = preview_items(s, target)

@@ -7,6 +7,7 @@ import bert_score
 import pytest
 from rouge_score import rouge_scorer
 from sqlmodel import func, select
+from support.helpers import study_named
 
 from medhelm_core.db.engine import make_engine, transaction
 from medhelm_core.db.migrate import upgrade_database
@@ -57,7 +58,7 @@ def _frame(engine, study="s"):
 
 def test_rouge_scores_are_stored_per_item_with_their_settings(engine):
     _seed(engine)
-    report = compute_metrics(engine, "s", ROUGE_ONLY, batch_size=3)
+    report = compute_metrics(engine, study_named(engine, "s"), ROUGE_ONLY, batch_size=3)
     assert (report.items, report.without_reference) == (9, 2)
     assert [(m.family, m.scored, m.already_done) for m in report.metrics] == [("rougeL", 7, 0), ("rougeLsum", 7, 0)]
     frame = _frame(engine)
@@ -76,7 +77,7 @@ def test_rouge_scores_are_stored_per_item_with_their_settings(engine):
 
 def test_items_without_a_reference_are_skipped_and_counted(engine):
     _seed(engine, pairs=[], without_reference=3)
-    report = compute_metrics(engine, "s", ROUGE_ONLY)
+    report = compute_metrics(engine, study_named(engine, "s"), ROUGE_ONLY)
     assert (report.items, report.without_reference) == (3, 3)
     assert [m.scored for m in report.metrics] == [0, 0]
     assert _count(engine) == 0
@@ -84,21 +85,21 @@ def test_items_without_a_reference_are_skipped_and_counted(engine):
 
 def test_a_rerun_skips_items_already_scored_with_the_same_settings(engine):
     _seed(engine)
-    compute_metrics(engine, "s", ROUGE_ONLY)
-    again = compute_metrics(engine, "s", ROUGE_ONLY)
+    compute_metrics(engine, study_named(engine, "s"), ROUGE_ONLY)
+    again = compute_metrics(engine, study_named(engine, "s"), ROUGE_ONLY)
     assert [(m.scored, m.already_done) for m in again.metrics] == [(0, 7), (0, 7)]
     with transaction(engine) as session:
         session.add(Item(study_id=get_study(session, "s").id, benchmark="medi_qa", instance_id="added", model="m",
                          input_text="q", output_text="new output", reference_text="new reference"))
-    more = compute_metrics(engine, "s", ROUGE_ONLY)
+    more = compute_metrics(engine, study_named(engine, "s"), ROUGE_ONLY)
     assert [(m.scored, m.already_done) for m in more.metrics] == [(1, 7), (1, 7)]
     assert _count(engine) == 8 * 6
 
 
 def test_other_settings_are_stored_beside_the_first(engine):
     _seed(engine)
-    compute_metrics(engine, "s", [RougeSpec("rougeL", use_stemmer=True)])
-    second = compute_metrics(engine, "s", [RougeSpec("rougeL", use_stemmer=False)])
+    compute_metrics(engine, study_named(engine, "s"), [RougeSpec("rougeL", use_stemmer=True)])
+    second = compute_metrics(engine, study_named(engine, "s"), [RougeSpec("rougeL", use_stemmer=False)])
     assert (second.metrics[0].scored, second.metrics[0].already_done) == (7, 0)
     variants = metric_settings_frame(_frame(engine))
     assert len(variants) == 2 and set(variants["items"]) == {7}
@@ -113,10 +114,12 @@ def test_a_stopped_run_keeps_the_batches_it_finished(engine):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        compute_metrics(engine, "s", [RougeSpec("rougeL")], batch_size=3, progress=stop_after_first_batch)
+        compute_metrics(engine, study_named(engine, "s"), [RougeSpec("rougeL")], batch_size=3,
+                        progress=stop_after_first_batch)
     assert _count(engine) == 3 * 3  # one batch of three items, F, P and R each
     seen = []
-    resumed = compute_metrics(engine, "s", [RougeSpec("rougeL")], batch_size=3, progress=seen.append)
+    resumed = compute_metrics(engine, study_named(engine, "s"), [RougeSpec("rougeL")], batch_size=3,
+                              progress=seen.append)
     assert (resumed.metrics[0].scored, resumed.metrics[0].already_done) == (4, 3)
     assert [(p.done, p.total) for p in seen] == [(0, 4), (3, 4), (4, 4)]
 
@@ -126,21 +129,21 @@ def test_stored_scores_survive_a_restart(tmp_path):
     first = make_engine(url)
     upgrade_database(first)
     _seed(first)
-    compute_metrics(first, "s", ROUGE_ONLY)
+    compute_metrics(first, study_named(first, "s"), ROUGE_ONLY)
     before = _frame(first)
     first.dispose()
     second = make_engine(url)  # a new process would build a new engine on the same file
     after = _frame(second)
     assert after[["item_id", "metric", "value", "settings_hash"]].equals(before[["item_id", "metric", "value",
                                                                                  "settings_hash"]])
-    again = compute_metrics(second, "s", ROUGE_ONLY)
+    again = compute_metrics(second, study_named(second, "s"), ROUGE_ONLY)
     assert [(m.scored, m.already_done) for m in again.metrics] == [(0, 7), (0, 7)]
     second.dispose()
 
 
 def test_metrics_reach_the_agreement_engine_as_raters(engine):
     _seed(engine)
-    compute_metrics(engine, "s", [RougeSpec("rougeL")])
+    compute_metrics(engine, study_named(engine, "s"), [RougeSpec("rougeL")])
     with transaction(engine) as session:
         long = metrics_long_frame(session, get_study(session, "s"))
     assert set(long["rater_id"]) == {"rougeL_f"}  # the F-measure is the rater; P and R stay in the exports
@@ -149,8 +152,8 @@ def test_metrics_reach_the_agreement_engine_as_raters(engine):
 
 def test_only_the_latest_settings_of_a_metric_reach_the_agreement_engine(engine):
     _seed(engine)
-    compute_metrics(engine, "s", [RougeSpec("rougeL", use_stemmer=True)])
-    compute_metrics(engine, "s", [RougeSpec("rougeL", use_stemmer=False)])
+    compute_metrics(engine, study_named(engine, "s"), [RougeSpec("rougeL", use_stemmer=True)])
+    compute_metrics(engine, study_named(engine, "s"), [RougeSpec("rougeL", use_stemmer=False)])
     with transaction(engine) as session:
         long = metrics_long_frame(session, get_study(session, "s"))
     assert len(long) == 7 and not long.duplicated(["item_id", "rater_id"]).any()
@@ -171,7 +174,7 @@ def test_stored_bertscore_equals_bert_score_over_the_study(sqlite_engine, idf):
     # Outputs that are not empty: bert-score 0.3.13 cannot encode an empty text under transformers 5.
     pairs = [(o or "Nothing.", r) for o, r in PAIRS]
     _seed(sqlite_engine, pairs=pairs)
-    report = compute_metrics(sqlite_engine, "s", [bertscore_spec(idf=idf)], batch_size=3)
+    report = compute_metrics(sqlite_engine, study_named(sqlite_engine, "s"), [bertscore_spec(idf=idf)], batch_size=3)
     assert (report.metrics[0].scored, report.device) == (7, "cpu")
     frame = _frame(sqlite_engine).sort_values(["metric", "item_id"])
     f1, p, r = _package(bertscore_spec(), [o for o, _ in pairs], [r for _, r in pairs], idf=idf)
@@ -187,10 +190,10 @@ def test_stored_bertscore_equals_bert_score_over_the_study(sqlite_engine, idf):
 
 def test_both_metrics_by_default_and_bertscore_not_reloaded_when_done(sqlite_engine, monkeypatch):
     _seed(sqlite_engine, pairs=[(o or "Nothing.", r) for o, r in PAIRS])
-    first = compute_metrics(sqlite_engine, "s", metric_specs())
+    first = compute_metrics(sqlite_engine, study_named(sqlite_engine, "s"), metric_specs())
     assert [m.family for m in first.metrics] == ["rougeL", "rougeLsum", "bertscore"]
     import medhelm_core.metrics.bertscore as module
 
     monkeypatch.setattr(module, "BertScoreModel", None)  # a re-run with nothing to do must not load a model
-    again = compute_metrics(sqlite_engine, "s", metric_specs())
+    again = compute_metrics(sqlite_engine, study_named(sqlite_engine, "s"), metric_specs())
     assert [m.already_done for m in again.metrics] == [7, 7, 7] and again.device is None

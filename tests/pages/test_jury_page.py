@@ -10,6 +10,7 @@ from conftest import REPO
 from sqlmodel import Session, select
 from streamlit.testing.v1 import AppTest
 from support.fake_openai_server import FakeOpenAI
+from support.helpers import study_named
 from support.jury_support import LOCAL_A, LOCAL_B, fast_config, make_study, verdicts
 
 from medhelm_core.accounts import auth
@@ -100,7 +101,7 @@ def test_failed_verdicts_are_counted_and_shown_with_their_raw_text(demo_db):
     with FakeOpenAI() as server:
         make_study(demo_db, ["garbage", "good"], name="scripted")
         config = fast_config(server.base_url, (LOCAL_A, LOCAL_B))
-        run_jury(demo_db, "scripted", config)
+        run_jury(demo_db, study_named(demo_db, "scripted"), config)
         at = open_page(demo_db, study="scripted")
         assert not at.exception
         assert "1 of 2 items have a jury score" in at.caption[-1].value

@@ -118,7 +118,7 @@ def test_rater_quality_flags_fast_first_ratings(demo_db):
     who = Principal(user.id, user.username, user.username, "clinician")
     for n, item in enumerate(items):
         with transaction(demo_db) as s:
-            rq.submit(s, who, study.id, item, {"accuracy": 4, "completeness": 4, "clarity": 4},
+            rq.submit(s, who, study, item, {"accuracy": 4, "completeness": 4, "clarity": 4},
                       elapsed_seconds=3.0 if n < 3 else 95.0)
     at = open_as(demo_db, "researcher", "researcher-demo")
     assert not at.exception

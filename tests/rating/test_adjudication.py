@@ -7,6 +7,7 @@ import pytest
 from conftest import REPO
 from sqlmodel import Session, select
 from streamlit.testing.v1 import AppTest
+from support.helpers import current_adjudications
 
 from medhelm_core.accounts import auth
 from medhelm_core.accounts.auth import Principal
@@ -14,19 +15,16 @@ from medhelm_core.accounts.users import add_user
 from medhelm_core.db.audit import audit_events
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import Adjudication, Item, Rating, RatingSubmission, Study
-from medhelm_core.errors import ValidationError
+from medhelm_core.errors import AccessDenied, ValidationError
 from medhelm_core.rating.adjudication import (
     adjudication_queue,
-    current_adjudications,
     disagreements,
     load_case,
-    set_threshold,
     submit_adjudication,
 )
-from medhelm_core.rating.queue import AccessDenied
 from medhelm_core.rating.ratings import record_rating
 from medhelm_core.rubric import default_rubric
-from medhelm_core.studies import get_or_create_study
+from medhelm_core.studies import get_or_create_study, get_study_by_id, update_settings
 from pages.common import TOKEN_KEY
 
 PAGE = str(REPO / "pages" / "adjudicate.py")
@@ -60,7 +58,7 @@ def _seed(engine, passwords: bool = False) -> dict:
                 record_rating(s, item=item, rater=users[rater], rubric=rubric,
                               scores={"accuracy": acc, "completeness": comp, "clarity": clar},
                               comment=f"{rater} thinks so")
-        set_threshold(s, study, 2)
+        update_settings(s, study, adjudication_threshold=2)
         who = {name: Principal(u.id, u.username, u.username, u.role) for name, u in users.items()}
     return {"study_id": study.id, "items": items, "who": who}
 
@@ -73,6 +71,11 @@ def seeded(engine):
 def _study(engine, seed) -> Study:
     with Session(engine) as s:
         return s.get(Study, seed["study_id"])
+
+
+def _in(session, seed) -> Study:
+    """The seeded study read in ``session`` (the core functions take the row)."""
+    return get_study_by_id(session, seed["study_id"])
 
 
 def test_exactly_at_threshold_counts_below_does_not_and_single_ratings_never(seeded):
@@ -93,18 +96,18 @@ def test_no_threshold_means_no_queue_and_a_bad_threshold_is_refused(seeded):
         study = s.get(Study, seed["study_id"])
         for bad in (0, -1, 1.5, True):
             with pytest.raises(ValidationError, match="threshold"):
-                set_threshold(s, study, bad)
-        set_threshold(s, study, None)
+                update_settings(s, study, adjudication_threshold=bad)
+        update_settings(s, study, adjudication_threshold=None)
     with Session(engine) as s:
-        assert adjudication_queue(s, seed["who"]["adjudicator"], seed["study_id"]) == []
+        assert adjudication_queue(s, seed["who"]["adjudicator"], _in(s, seed)) == []
 
 
 def test_the_adjudicator_sees_scores_and_comments_under_pseudonyms_but_no_model(seeded):
     engine, seed = seeded
     with Session(engine) as s:
-        queue = adjudication_queue(s, seed["who"]["adjudicator"], seed["study_id"])
+        queue = adjudication_queue(s, seed["who"]["adjudicator"], _in(s, seed))
         assert [c.item_id for c in queue] == sorted([seed["items"]["at_threshold"], seed["items"]["three_raters"]])
-        view = load_case(s, seed["who"]["adjudicator"], seed["study_id"], seed["items"]["three_raters"])
+        view = load_case(s, seed["who"]["adjudicator"], _in(s, seed), seed["items"]["three_raters"])
     assert [r.label for r in view.ratings] == ["Clinician A", "Clinician B", "Clinician C"]
     assert [r.scores["clarity"] for r in view.ratings] == [5, 4, 3]
     assert [r.comment for r in view.ratings] == ["c1 thinks so", "c2 thinks so", "c3 thinks so"]
@@ -118,19 +121,19 @@ def test_adjudication_is_stored_apart_and_leaves_the_raw_ratings_unchanged(seede
         before_ratings = sorted((r.rater_id, r.criterion, r.score) for r in s.exec(select(Rating)).all())
         before_subs = len(s.exec(select(RatingSubmission)).all())
     with transaction(engine) as s:
-        written = submit_adjudication(s, who, seed["study_id"], item_id, {"accuracy": 4}, "dose is right")
+        written = submit_adjudication(s, who, _in(s, seed), item_id, {"accuracy": 4}, "dose is right")
         assert [(a.criterion, a.score, a.revision) for a in written] == [("accuracy", 4, 1)]
     with transaction(engine) as s:  # a rerun or double click writes nothing more
-        assert submit_adjudication(s, who, seed["study_id"], item_id, {"accuracy": 4}, "dose is right") == []
+        assert submit_adjudication(s, who, _in(s, seed), item_id, {"accuracy": 4}, "dose is right") == []
     with transaction(engine) as s:  # a change is a new revision; the first one is kept
-        submit_adjudication(s, who, seed["study_id"], item_id, {"accuracy": 3}, "on reflection")
+        submit_adjudication(s, who, _in(s, seed), item_id, {"accuracy": 3}, "on reflection")
     with Session(engine) as s:
         assert sorted((r.rater_id, r.criterion, r.score) for r in s.exec(select(Rating)).all()) == before_ratings
         assert len(s.exec(select(RatingSubmission)).all()) == before_subs
         history = s.exec(select(Adjudication).order_by(Adjudication.revision)).all()
         assert [(a.score, a.revision, a.adjudicator_id) for a in history] == [(4, 1, who.user_id), (3, 2, who.user_id)]
-        assert current_adjudications(s, who, seed["study_id"]) == {(item_id, "accuracy"): 3}
-        queue = adjudication_queue(s, who, seed["study_id"])
+        assert current_adjudications(s, _in(s, seed)) == {(item_id, "accuracy"): 3}
+        queue = adjudication_queue(s, who, _in(s, seed))
         assert [c.adjudicated for c in queue] == [False, True]  # open items first
         events = [e for e in audit_events(s) if e.action == "adjudication.submit"]
         assert len(events) == 2 and "dose" not in str(events)
@@ -143,10 +146,10 @@ def test_scores_are_checked_against_the_rubric_and_only_disputed_criteria_are_ta
                             ({"clarity": 3}, "not disputed"), ({}, "at least one")]:
         with pytest.raises(ValidationError, match=message):
             with transaction(engine) as s:
-                submit_adjudication(s, who, seed["study_id"], item_id, scores)
+                submit_adjudication(s, who, _in(s, seed), item_id, scores)
     with pytest.raises(ValidationError, match="not disputed"):
         with transaction(engine) as s:
-            submit_adjudication(s, who, seed["study_id"], seed["items"]["single"], {"accuracy": 3})
+            submit_adjudication(s, who, _in(s, seed), seed["items"]["single"], {"accuracy": 3})
     with Session(engine) as s:
         assert s.exec(select(Adjudication)).all() == []
 
@@ -156,12 +159,12 @@ def test_a_clinician_is_refused(seeded):
     clinician = seed["who"]["c1"]
     with Session(engine) as s:
         with pytest.raises(AccessDenied):
-            adjudication_queue(s, clinician, seed["study_id"])
+            adjudication_queue(s, clinician, _in(s, seed))
         with pytest.raises(AccessDenied):
-            load_case(s, clinician, seed["study_id"], seed["items"]["at_threshold"])
+            load_case(s, clinician, _in(s, seed), seed["items"]["at_threshold"])
     with pytest.raises(AccessDenied):
         with transaction(engine) as s:
-            submit_adjudication(s, clinician, seed["study_id"], seed["items"]["at_threshold"], {"accuracy": 4})
+            submit_adjudication(s, clinician, _in(s, seed), seed["items"]["at_threshold"], {"accuracy": 4})
     with Session(engine) as s:
         assert s.exec(select(Adjudication)).all() == []
 
@@ -169,7 +172,7 @@ def test_a_clinician_is_refused(seeded):
 def test_a_researcher_sees_usernames(seeded):
     engine, seed = seeded
     with Session(engine) as s:
-        view = load_case(s, seed["who"]["researcher"], seed["study_id"], seed["items"]["at_threshold"])
+        view = load_case(s, seed["who"]["researcher"], _in(s, seed), seed["items"]["at_threshold"])
     assert [r.label for r in view.ratings] == ["c1", "c2"]
 
 

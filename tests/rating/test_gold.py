@@ -19,7 +19,7 @@ from medhelm_core.rating.gold import clear_gold, gold_item_ids, gold_ranges_fram
 from medhelm_core.rating.quality import study_rater_quality
 from medhelm_core.rating.ratings import record_rating
 from medhelm_core.rubric import rubric_spec
-from medhelm_core.studies import get_study, plan_progress
+from medhelm_core.studies import get_study, get_study_by_id, plan_progress
 
 DEMO_GOLD = ANNOTATIONS / "demo" / "gold.csv"
 
@@ -120,9 +120,9 @@ def test_gold_accuracy_is_the_share_of_scores_within_range_and_is_not_shown_to_t
             for rec in part.itertuples():
                 scores[rec.criterion] = rec.low if good else (5 if rec.high < 4 else 1)
             with transaction(demo) as s:
-                rq.submit(s, who, sid, int(item_id), scores)
+                rq.submit(s, who, get_study_by_id(s, sid), int(item_id), scores)
             with Session(demo) as s:
-                seen = rq.load_item(s, who, sid, int(item_id))
+                seen = rq.load_item(s, who, get_study_by_id(s, sid), int(item_id))
             assert not any("gold" in str(v).lower() for v in vars(seen).values())
     with Session(demo) as s:
         quality = study_rater_quality(s, get_study(s, DEMO_STUDY))

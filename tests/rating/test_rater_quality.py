@@ -6,11 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medhelm_core.errors import MedhelmError
+from medhelm_core.errors import MedhelmError, RaterQualityInputError
 from medhelm_core.rating.quality_flags import (
     DEFAULT_SPEED_THRESHOLD_SECONDS,
     SPEED_SUMMARY_COLUMNS,
-    RaterQualityInputError,
     speed_flags,
     speed_summary,
 )

@@ -10,7 +10,7 @@ from sqlmodel import Session, select
 
 from medhelm_core.accounts.auth import Principal
 from medhelm_core.accounts.users import add_user
-from medhelm_core.agreement import most_shared_pair
+from medhelm_core.agreement.pairs import most_shared_pair
 from medhelm_core.db.engine import make_engine, transaction
 from medhelm_core.db.migrate import upgrade_database
 from medhelm_core.db.models import Assignment, Item, Rating, RatingSubmission
@@ -19,8 +19,8 @@ from medhelm_core.frames import clinician_ratings_frame
 from medhelm_core.rating import queue as rq
 from medhelm_core.rating.assignment import assign_balanced
 from medhelm_core.rating.quality import study_rater_quality
-from medhelm_core.rating.retest import chosen_for_retest, retest_pairs, set_retest
-from medhelm_core.studies import get_or_create_study, get_study
+from medhelm_core.rating.retest import chosen_for_retest, retest_pairs
+from medhelm_core.studies import get_or_create_study, get_study, get_study_by_id, update_settings
 
 SCORES = {"accuracy": 4, "completeness": 3, "clarity": 5}
 
@@ -35,7 +35,7 @@ def build(engine, n_items: int = 24, clinicians: tuple[str, ...] = ("doc",), sha
         users = [add_user(s, name, "clinician", None) for name in clinicians]
         s.flush()
         assign_balanced(s, study, overlap)
-        set_retest(s, study, share, gap)
+        update_settings(s, study, retest_share=share, retest_gap=gap)
         return {u.username: Principal(u.id, u.username, u.username, "clinician") for u in users}
 
 
@@ -54,7 +54,7 @@ def rate_through(engine, who: Principal, scores_for=lambda item, retest: SCORES,
     shown = [] if shown is None else shown
     submitted: list[tuple[int, bool]] = []
     with Session(engine) as s:
-        entries = rq.queue(s, who, sid)
+        entries = rq.queue(s, who, get_study_by_id(s, sid))
     index = rq.first_open(entries)
     for step in range(1000):
         if all(e.rated for e in entries):
@@ -65,10 +65,11 @@ def rate_through(engine, who: Principal, scores_for=lambda item, retest: SCORES,
             shown.append((entries[index].item_id, entries[index].retest))
         entry = entries[index]
         with transaction(engine) as s:
-            rq.submit(s, who, sid, entry.item_id, scores_for(entry.item_id, entry.retest), retest=entry.retest)
+            rq.submit(s, who, get_study_by_id(s, sid), entry.item_id, scores_for(entry.item_id, entry.retest),
+                      retest=entry.retest)
         submitted.append((entry.item_id, entry.retest))
         with Session(engine) as s:
-            entries = rq.queue(s, who, sid)
+            entries = rq.queue(s, who, get_study_by_id(s, sid))
         index = rq.next_open(entries, index)
     return submitted
 
@@ -84,7 +85,7 @@ def test_chosen_items_come_back_later_in_the_queue_and_never_twice_in_a_row(engi
         others_left = sum(1 for i, r in shown[first + 1 :] if not r) if first + 1 < len(shown) else 0
         assert again - first - 1 >= min(3, others_left)  # the gap, or every other item left
     with Session(engine) as s:
-        queue = rq.queue(s, who, study_id(engine))
+        queue = rq.queue(s, who, get_study(s, "retest"))
     assert all(a.item_id != b.item_id for a, b in zip(queue, queue[1:], strict=False))
 
 
@@ -118,16 +119,17 @@ def test_a_repeat_starts_blank_and_keeps_its_own_revisions(engine):
     sid = study_id(engine)
     with Session(engine) as s:
         repeat = s.exec(select(Assignment).where(Assignment.retest == True)).first()  # noqa: E712
-        first_view = rq.load_item(s, who, sid, repeat.item_id)
+        first_view = rq.load_item(s, who, get_study_by_id(s, sid), repeat.item_id)
     assert first_view.scores == SCORES
     with transaction(engine) as s:
-        rq.submit(s, who, sid, repeat.item_id, {"accuracy": 1, "completeness": 1, "clarity": 1}, retest=True)
+        rq.submit(s, who, get_study_by_id(s, sid), repeat.item_id, {"accuracy": 1, "completeness": 1, "clarity": 1},
+                  retest=True)
     with Session(engine) as s:
-        again = rq.load_item(s, who, sid, repeat.item_id, retest=True)
+        again = rq.load_item(s, who, get_study_by_id(s, sid), repeat.item_id, retest=True)
         revisions = s.exec(select(RatingSubmission.revision).where(
             RatingSubmission.item_id == repeat.item_id, RatingSubmission.retest == True  # noqa: E712
         ).order_by(RatingSubmission.revision)).all()
-        original = rq.load_item(s, who, sid, repeat.item_id)
+        original = rq.load_item(s, who, get_study_by_id(s, sid), repeat.item_id)
     assert again.scores == {"accuracy": 1, "completeness": 1, "clarity": 1} and again.revision == 2
     assert list(revisions) == [1, 2]
     assert original.scores == SCORES  # the first rating is untouched
@@ -137,16 +139,16 @@ def test_a_fresh_repeat_shows_none_of_the_first_rating(engine):
     who = build(engine, share=0.5, gap=1)["doc"]
     sid = study_id(engine)
     with Session(engine) as s:
-        entries = rq.queue(s, who, sid)
+        entries = rq.queue(s, who, get_study_by_id(s, sid))
     for entry in entries:
         with transaction(engine) as s:
-            rq.submit(s, who, sid, entry.item_id, SCORES, comment="the dose is wrong")
+            rq.submit(s, who, get_study_by_id(s, sid), entry.item_id, SCORES, comment="the dose is wrong")
         with Session(engine) as s:
             repeat = s.exec(select(Assignment).where(Assignment.retest == True)).first()  # noqa: E712
         if repeat is not None:
             break
     with Session(engine) as s:
-        view = rq.load_item(s, who, sid, repeat.item_id, retest=True)
+        view = rq.load_item(s, who, get_study_by_id(s, sid), repeat.item_id, retest=True)
     assert view.scores == {} and view.comment == "" and view.flag is None and view.revision == 0
 
 
@@ -157,14 +159,14 @@ def test_retest_off_schedules_nothing_and_a_flagged_rating_is_not_repeated(engin
         assert not s.exec(select(Assignment).where(Assignment.retest == True)).all()  # noqa: E712
     sid = study_id(engine)
     with transaction(engine) as s:
-        set_retest(s, get_study(s, "retest"), 0.5, 1)
+        update_settings(s, get_study(s, "retest"), retest_share=0.5, retest_gap=1)
         s.add(Item(study_id=sid, benchmark="medi_qa", instance_id="new", model="m", input_text="q", output_text="a"))
         s.flush()
         assign_balanced(s, get_study(s, "retest"), 1)
     with Session(engine) as s:
         new_item = s.exec(select(Item.id).where(Item.instance_id == "new")).one()
     with transaction(engine) as s:
-        rq.submit(s, who, sid, new_item, {}, flag="cannot_judge")
+        rq.submit(s, who, get_study_by_id(s, sid), new_item, {}, flag="cannot_judge")
     with Session(engine) as s:
         assert not s.exec(select(Assignment).where(Assignment.retest == True)).all()  # noqa: E712
 
@@ -180,7 +182,7 @@ def test_progress_counts_a_repeat_as_one_more_item_to_do(engine):
     assert (before.done, before.assigned) == (0, 24)
     assert after.done == after.assigned == len(shown) > 24
     with Session(engine) as s:
-        assert all(e.rated for e in rq.queue(s, who, sid))
+        assert all(e.rated for e in rq.queue(s, who, get_study_by_id(s, sid)))
 
 
 def test_intra_rater_agreement_compares_the_repeat_with_the_first_rating(engine):
@@ -206,7 +208,7 @@ def test_the_first_rating_is_the_one_made_before_the_repeat(engine):
     with Session(engine) as s:
         item = s.exec(select(Assignment.item_id).where(Assignment.retest == True)).first()  # noqa: E712
     with transaction(engine) as s:  # a revision of the first rating after the repeat was rated
-        rq.submit(s, who, sid, item, {"accuracy": 1, "completeness": 1, "clarity": 1})
+        rq.submit(s, who, get_study_by_id(s, sid), item, {"accuracy": 1, "completeness": 1, "clarity": 1})
     with Session(engine) as s:
         pairs = retest_pairs(s, get_study(s, "retest"))
     row = pairs[(pairs["item_id"] == str(item)) & (pairs["criterion"] == "accuracy")].iloc[0]
@@ -219,10 +221,10 @@ def test_the_retest_share_and_gap_are_checked(engine):
         study = get_study(s, "retest")
         for share in (-0.1, 0.9, float("nan"), "lots"):
             with pytest.raises(ValidationError, match="retest share"):
-                set_retest(s, study, share)
+                update_settings(s, study, retest_share=share)
         for gap in (0, -2, 1.5, True):
             with pytest.raises(ValidationError, match="retest gap"):
-                set_retest(s, study, 0.1, gap)
+                update_settings(s, study, retest_share=0.1, retest_gap=gap)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -237,7 +239,7 @@ def test_no_item_is_ever_shown_twice_in_a_row_whatever_the_order_of_rating(tmp_p
     rate_through(engine, who, skip_every=skip_every, shown=shown)
     assert all(a[0] != b[0] for a, b in zip(shown, shown[1:], strict=False))
     with Session(engine) as s:
-        queue = rq.queue(s, who, study_id(engine))
+        queue = rq.queue(s, who, get_study(s, "retest"))
     assert all(a.item_id != b.item_id for a, b in zip(queue, queue[1:], strict=False))
     assert len([e for e in queue if e.retest]) == len({e.item_id for e in queue if e.retest})
     frame = pd.DataFrame([(e.item_id, e.retest) for e in queue], columns=["item", "retest"])

@@ -9,7 +9,8 @@ scripted. Every request is recorded in ``calls``. No test reaches the internet t
 Scenarios: ``good`` (default), ``prose``, ``fence``, ``garbage_then_good``, ``garbage``, ``bad_score``,
 ``rate_limit_then_good`` (429 with Retry-After), ``server_error_then_good`` (500), ``slow_then_good``
 (first answer after ``slow_seconds``), ``echo_injection`` (the judge quotes the fenced response, which holds
-a fake verdict, and then gives its own), ``always_500``.
+a fake verdict, and then gives its own), ``always_500``, ``echo_auth`` (a good verdict whose explanations
+and text quote the request's Authorization header) and ``echo_auth_error`` (a 400 whose message quotes it).
 """
 
 from __future__ import annotations
@@ -154,6 +155,14 @@ class FakeOpenAI:
         good = verdict_json(self.judge(model, first) if self.judge else self.scores(model))
         if scenario == "rate_limit_then_good" and attempt == 1:
             return 429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}, {"Retry-After": "1"}
+        auth = str(headers.get("Authorization") or headers.get("authorization"))
+        if scenario == "echo_auth_error":
+            return 400, {"error": {"message": f"Invalid header: Authorization: {auth}", "type": "invalid_request"}}, {}
+        if scenario == "echo_auth":
+            scores = self.judge(model, first) if self.judge else self.scores(model)
+            quoted = {c: {"score": s, "explanation": f"You sent {auth}."} for c, s in scores.items()}
+            return 200, completion(model, f"Your header was {auth}.\n{json.dumps(quoted)}",
+                                   prompt_chars=len(first)), {}
         if scenario == "server_error_then_good" and attempt == 1 or scenario == "always_500":
             return 500, {"error": {"message": "The server had an error", "type": "server_error"}}, {}
         if scenario == "slow_then_good" and attempt == 1:

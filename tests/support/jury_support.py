@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
@@ -10,6 +11,7 @@ from sqlmodel import Session, select
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import Item, JudgeVerdict, JuryRun
 from medhelm_core.jury.config import JuryConfig, build_config
+from medhelm_core.jury.parse import _spans
 from medhelm_core.rubric import default_rubric
 from medhelm_core.studies import get_or_create_study
 
@@ -53,3 +55,13 @@ def by_scenario(engine: Engine) -> dict[str, list[JudgeVerdict]]:
     for v in verdicts(engine):
         result.setdefault(outputs[v.item_id], []).append(v)
     return result
+
+
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """Every complete top-level JSON object in ``text``, in order (nested objects stay inside theirs): what the
+    verdict parser's brace scanner finds, for the tests that check it on its own.
+
+    >>> json_objects('a {"x": 1} b {"y": {"z": 2}} c {broken')
+    [{'x': 1}, {'y': {'z': 2}}]
+    """
+    return [obj for _, obj in _spans(text)]

@@ -3,7 +3,7 @@
 Two process-wide :class:`~medhelm_core.figures.refresh.RefreshStore` s hold what the page draws: the
 study's scores (:class:`~medhelm_core.figures.data.DashboardData`, per database, study and jury-run
 choice) and the figures computed from them (:class:`AgreementFigures`, per those and the protocol, benchmark
-and model filters), each with the :func:`~medhelm_core.figures.data.data_version` it was computed at.
+and model filters), each with the :func:`~medhelm_core.frames.data_version` it was computed at.
 
 A page run passes the current data version. Figures of that version are drawn as they are; older figures
 are drawn at once, with :func:`freshness_note` saying how old they are, while the current ones are computed
@@ -26,8 +26,8 @@ from sqlmodel import Session
 
 from medhelm_core.agreement import COMPOSITE
 from medhelm_core.db.models import Study
-from medhelm_core.errors import MedhelmError, NotFoundError
-from medhelm_core.figures.data import DashboardData, data_version, load_dashboard_data
+from medhelm_core.errors import MedhelmError
+from medhelm_core.figures.data import DashboardData, load_dashboard_data
 from medhelm_core.figures.refresh import Lookup, RefreshStore
 from medhelm_core.figures.tables import (
     bland_altman,
@@ -42,6 +42,8 @@ from medhelm_core.figures.tables import (
     robust_agreement,
     score_distribution,
 )
+from medhelm_core.frames import data_version
+from medhelm_core.studies import get_study_by_id
 
 #: the study's scores: a handful of studies and jury-run choices are open at once; each is tens of MB
 DATA_STORE: RefreshStore[DashboardData] = RefreshStore(max_keys=4, name="study scores")
@@ -67,14 +69,14 @@ class FigureKey:
     def of(
         cls,
         engine: Engine,
-        study_id: int,
+        study: Study,
         jury_run: int | None = None,
         protocol: str = "medhelm",
         benchmarks: Sequence[str] = (),
         models: Sequence[str] = (),
     ) -> FigureKey:
         """The key of these choices on ``engine``'s database (its URL without the password)."""
-        return cls(engine.url.render_as_string(hide_password=True), int(study_id), jury_run, protocol,
+        return cls(engine.url.render_as_string(hide_password=True), int(study.id), jury_run, protocol,
                    tuple(benchmarks), tuple(models))
 
     @property
@@ -215,18 +217,15 @@ def compute_figures(
     return figures
 
 
-def load_study_data(engine: Engine, study_id: int, jury_run: int | None = None) -> DashboardData:
+def _load_data(engine: Engine, key: FigureKey) -> DashboardData:
     """:func:`load_dashboard_data` in a session of its own (what a background refresh runs)."""
     with Session(engine) as session:
-        study = session.get(Study, study_id)
-        if study is None:
-            raise NotFoundError(f"study {study_id} no longer exists")
-        return load_dashboard_data(session, study, jury_run)
+        return load_dashboard_data(session, get_study_by_id(session, key.study_id), key.jury_run)
 
 
 def study_data(engine: Engine, key: FigureKey, version: Hashable) -> Lookup[DashboardData]:
     """The study's scores for ``key`` at ``version``: current, or older ones while the current load runs."""
-    return DATA_STORE.lookup(key.data_key, version, lambda: load_study_data(engine, key.study_id, key.jury_run))
+    return DATA_STORE.lookup(key.data_key, version, lambda: _load_data(engine, key))
 
 
 def agreement_figures(engine: Engine, key: FigureKey, version: Hashable) -> Lookup[AgreementFigures]:
@@ -237,7 +236,7 @@ def agreement_figures(engine: Engine, key: FigureKey, version: Hashable) -> Look
     --------
     >>> with Session(engine) as session:  # doctest: +SKIP
     ...     version = data_version(session, study)
-    >>> seen = agreement_figures(engine, FigureKey.of(engine, study.id), version)  # doctest: +SKIP
+    >>> seen = agreement_figures(engine, FigureKey.of(engine, study), version)  # doctest: +SKIP
     >>> seen.value.headline, seen.stale, freshness_note(seen)  # doctest: +SKIP
     """
     return FIGURE_STORE.lookup(key, version, lambda: _compute(engine, key, version))
@@ -246,10 +245,7 @@ def agreement_figures(engine: Engine, key: FigureKey, version: Hashable) -> Look
 def fresh_figures(engine: Engine, key: FigureKey) -> AgreementFigures:
     """The figures for the data as it is now (what a report exports): waits for them, never returns stale ones."""
     with Session(engine) as session:
-        study = session.get(Study, key.study_id)
-        if study is None:
-            raise NotFoundError(f"study {key.study_id} no longer exists")
-        version = data_version(session, study)
+        version = data_version(session, get_study_by_id(session, key.study_id))
     return FIGURE_STORE.fresh(key, version, lambda: _compute(engine, key, version))
 
 
@@ -289,7 +285,7 @@ def failure_reason(error: BaseException) -> str:
 
 
 def _compute(engine: Engine, key: FigureKey, version: Hashable) -> AgreementFigures:
-    data = DATA_STORE.fresh(key.data_key, version, lambda: load_study_data(engine, key.study_id, key.jury_run))
+    data = DATA_STORE.fresh(key.data_key, version, lambda: _load_data(engine, key))
     previous = FIGURE_STORE.latest(key)
     seen = previous.value if previous is not None and previous.value is not None else None
     criteria = seen.criteria_viewed if seen is not None else ()

@@ -1,0 +1,212 @@
+"""The jury's verdicts as frames: each verdict flattened to one row per criterion, and the jury mean.
+
+One flattening (:func:`judge_scores_frame`) and one mean (:func:`jury_means`) serve the agreement engine,
+the dashboard (which adds each judge as a rater), the comparison of jury versions and the jury's results
+page. The jury score of an item and criterion is the mean over the run's surviving (``ok``) judges, with
+``n_judges`` saying how many it rests on; an item with no surviving judge has no jury score, never a
+default. A failed verdict is kept as one row with no criterion and a NaN score: counted, never averaged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import Text, type_coerce
+from sqlmodel import Session, select
+
+from medhelm_core.db.models import Item, JudgeVerdict, JuryRun, Study, VerdictStatus
+from medhelm_core.frames.items import item_identity_frame
+from medhelm_core.frames.rows import LONG_COLUMNS, json_values
+from medhelm_core.frames.runs import study_jury_run
+
+SCORE_COLUMNS = ["item_id", "judge", "status", "criterion", "score"]
+#: :func:`judge_scores_frame` with ``texts=True``: the item's identity and what the judge said
+VERDICT_COLUMNS = ["item_id", "benchmark", "instance_id", "model", "judge", "status", "criterion", "score",
+                   "explanation", "error", "raw_response"]
+ITEM_SCORE_COLUMNS = ["item_id", "benchmark", "instance_id", "model", "jury_score", "n_judges", "n_failed"]
+MEAN_COLUMNS = ["item_id", "criterion", "score", "n_judges"]
+OK = VerdictStatus.ok.value
+
+
+def judge_scores_frame(session: Session, run_id: int, *, texts: bool = False) -> pd.DataFrame:
+    """Each verdict of a run, one row per criterion: ``item_id`` (an int), ``judge``, ``status``,
+    ``criterion``, ``score``.
+
+    A failed verdict (or one that holds no score) gives one row with no criterion and a NaN score. With
+    ``texts``, the rows come in item and judge order with the item's ``benchmark``, ``instance_id`` and
+    ``model`` and the judge's ``explanation`` (per criterion), ``error`` and ``raw_response``
+    (:data:`VERDICT_COLUMNS`); without, only ids and scores are read (the dashboard's 60,000 verdicts).
+
+    Examples
+    --------
+    >>> frame = judge_scores_frame(session, run.id, texts=True)  # doctest: +SKIP
+    >>> frame.query("status == 'ok'").groupby("judge").score.mean()  # doctest: +SKIP
+    """
+    columns = [JudgeVerdict.item_id, JudgeVerdict.judge, JudgeVerdict.status, type_coerce(JudgeVerdict.scores, Text)]
+    statement = select(*columns).where(JudgeVerdict.jury_run_id == run_id)
+    if texts:
+        statement = (
+            select(*columns, type_coerce(JudgeVerdict.explanations, Text), JudgeVerdict.error,
+                   JudgeVerdict.raw_response, Item.benchmark, Item.instance_id, Item.model)
+            .join(Item, Item.id == JudgeVerdict.item_id)
+            .where(JudgeVerdict.jury_run_id == run_id)
+            .order_by(JudgeVerdict.item_id, JudgeVerdict.judge)
+        )
+    rows = session.connection().execute(statement).all()
+    names = VERDICT_COLUMNS if texts else SCORE_COLUMNS
+    if not rows:
+        return pd.DataFrame([], columns=names)
+    flat: dict[str, list[Any]] = {c: [] for c in names}
+    scores = json_values([r[3] for r in rows])
+    explanations = json_values([r[4] for r in rows]) if texts else [None] * len(rows)
+    for row, score_map, said in zip(rows, scores, explanations, strict=True):
+        item_id, judge, status = row[0], row[1], row[2]
+        pairs = score_map.items() if status == OK and score_map else [(None, float("nan"))]
+        for criterion, score in pairs:
+            flat["item_id"].append(item_id)
+            flat["judge"].append(judge)
+            flat["status"].append(status)
+            flat["criterion"].append(criterion)
+            flat["score"].append(float(score))
+            if texts:
+                flat["benchmark"].append(row[7])
+                flat["instance_id"].append(row[8])
+                flat["model"].append(row[9])
+                flat["explanation"].append((said or {}).get(criterion, "") if criterion is not None else "")
+                flat["error"].append(row[5])
+                flat["raw_response"].append(row[6])
+    return pd.DataFrame(flat)[names]
+
+
+def surviving(scores: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a :func:`judge_scores_frame` that count: ``ok`` verdicts' scores."""
+    return scores[scores["status"] == OK].dropna(subset=["criterion"])
+
+
+def jury_means(scores: pd.DataFrame) -> pd.DataFrame:
+    """The jury mean per item and criterion over surviving judges, with ``n_judges``: :data:`MEAN_COLUMNS`.
+
+    ``scores`` is a :func:`judge_scores_frame`; the rows are sorted by ``item_id`` (as its type sorts) and
+    criterion.
+
+    Examples
+    --------
+    >>> scores = pd.DataFrame({"item_id": [1, 1, 1], "judge": ["a", "b", "c"], "status": ["ok", "ok", "failed"],
+    ...                        "criterion": ["accuracy", "accuracy", None], "score": [4.0, 3.0, float("nan")]})
+    >>> jury_means(scores)
+       item_id criterion  score  n_judges
+    0        1  accuracy    3.5         2
+    """
+    return _means(surviving(scores))
+
+
+def _means(ok: pd.DataFrame) -> pd.DataFrame:
+    if ok.empty:
+        return pd.DataFrame(columns=MEAN_COLUMNS)
+    grouped = ok.groupby(["item_id", "criterion"])
+    means = grouped["score"].mean().reset_index()
+    # A run holds one verdict per item and judge (a unique key), so a group's size is its number of judges.
+    means["n_judges"] = grouped.size().to_numpy()
+    return means[MEAN_COLUMNS]
+
+
+def jury_long(scores: pd.DataFrame, items: pd.DataFrame, *, judges: bool = False) -> pd.DataFrame:
+    """The jury in the long contract (``rater_kind='jury'``, with ``n_judges``), placed by ``items``.
+
+    ``items`` gives each ``item_id`` its ``benchmark`` and ``model`` (ids of the same type as in
+    ``scores``). With ``judges``, and when the run has several judges, each judge is added as a rater of
+    kind ``judge`` (for "which judge to trust"); its rows have no ``n_judges``.
+    """
+    ok = surviving(scores)
+    if ok.empty:
+        return pd.DataFrame(columns=[*LONG_COLUMNS, "n_judges"])
+    identity = items.set_index("item_id")
+    jury = _means(ok)
+    jury = jury.assign(
+        benchmark=jury["item_id"].map(identity["benchmark"]),
+        model=jury["item_id"].map(identity["model"]),
+        rater_id="jury",
+        rater_kind="jury",
+    )[[*LONG_COLUMNS, "n_judges"]]
+    if not judges or ok["judge"].nunique() < 2:
+        return jury
+    placed = ok.merge(items[["item_id", "benchmark", "model"]], on="item_id", how="inner")
+    each = placed.rename(columns={"judge": "rater_id"}).assign(rater_kind="judge")[LONG_COLUMNS]
+    return pd.concat([jury, each], ignore_index=True)
+
+
+def jury_long_frame(session: Session, study: Study, jury_run_id: int | None = None) -> pd.DataFrame:
+    """Jury means per item and criterion (``rater_kind='jury'``, ``item_id`` an int), with ``n_judges``.
+
+    Uses the given run (it must be the study's), else the study's newest run with any surviving verdict.
+    """
+    run = study_jury_run(session, study, jury_run_id)
+    if run is None:
+        return pd.DataFrame(columns=[*LONG_COLUMNS, "n_judges"])
+    return jury_long(judge_scores_frame(session, run.id), item_identity_frame(session, study))
+
+
+def item_jury_scores(session: Session, run: JuryRun) -> pd.DataFrame:
+    """Per item of the run's study: the jury score over surviving judges and criteria, and how many judges.
+
+    The score is the unweighted mean of every surviving judge's every criterion. Every item of the study
+    is listed (:data:`ITEM_SCORE_COLUMNS`); one without a surviving judge has ``jury_score`` NaN and
+    ``n_failed`` counts its failed verdicts.
+    """
+    items = item_identity_frame(session, session.get(Study, run.study_id)).sort_values("item_id", ignore_index=True)
+    if items.empty:
+        return pd.DataFrame([], columns=ITEM_SCORE_COLUMNS)
+    scores = judge_scores_frame(session, run.id)
+    ok = surviving(scores)
+    per_item = ok.groupby("item_id").agg(jury_score=("score", "mean"), n_judges=("judge", "nunique"))
+    failed = scores[scores["status"] != OK].groupby("item_id").size()
+    return items.assign(
+        jury_score=items["item_id"].map(per_item["jury_score"]).astype(float),
+        n_judges=items["item_id"].map(per_item["n_judges"]).fillna(0).astype(int),
+        n_failed=items["item_id"].map(failed).fillna(0).astype(int),
+    )[ITEM_SCORE_COLUMNS]
+
+
+def item_verdicts_frame(session: Session, run_id: int, item_id: int) -> pd.DataFrame:
+    """One item's verdicts in a run, one row per judge: ``judge``, ``status``, ``score_<criterion>`` ...,
+    ``explanation_<criterion>`` ..., ``error`` (the dashboard's drill-down)."""
+    verdicts = session.exec(
+        select(JudgeVerdict)
+        .where(JudgeVerdict.jury_run_id == run_id, JudgeVerdict.item_id == item_id)
+        .order_by(JudgeVerdict.judge)
+    ).all()
+    return pd.DataFrame(
+        [
+            {
+                "judge": v.judge,
+                "status": v.status,
+                **{f"score_{k}": s for k, s in v.scores.items()},
+                **{f"explanation_{k}": e for k, e in v.explanations.items()},
+                "error": v.error or "",
+            }
+            for v in verdicts
+        ]
+    )
+
+
+def verdicts_frame(session: Session, study: Study) -> pd.DataFrame:
+    """Every judge verdict of the study (failed ones included, with their raw text), one row per verdict,
+    its scores in ``score_<criterion>`` columns (what the exports hold)."""
+    rows = session.connection().execute(
+        select(JudgeVerdict.jury_run_id, JuryRun.name, JuryRun.source, JudgeVerdict.item_id, JudgeVerdict.judge,
+               JudgeVerdict.status, type_coerce(JudgeVerdict.scores, Text), JudgeVerdict.error,
+               JudgeVerdict.raw_response)
+        .join(JuryRun, JuryRun.id == JudgeVerdict.jury_run_id)
+        .where(JuryRun.study_id == study.id)
+        .order_by(JudgeVerdict.id)
+    ).all()
+    scores = json_values([r[6] for r in rows])
+    keys = ("jury_run_id", "jury_run", "source", "item_id", "judge", "status")
+    return pd.DataFrame(
+        [
+            {**dict(zip(keys, row[:6], strict=True)), **{f"score_{k}": v for k, v in said.items()},
+             "error": row[7], "raw_response": row[8]}
+            for row, said in zip(rows, scores, strict=True)
+        ]
+    )
