@@ -13,7 +13,7 @@ from sqlmodel import Session
 
 from medhelm_core.csv_safe import write_csv
 from medhelm_core.db.audit import Actor, record_event
-from medhelm_core.db.models import Study
+from medhelm_core.db.models import AuditAction, Study
 from medhelm_core.errors import ValidationError
 from medhelm_core.frames import (
     clinician_ratings_frame,
@@ -50,7 +50,7 @@ def export_study(
         target = out_dir / f"{name}.{fmt}"
         _write(frame, target, fmt)
         counts[target.name] = len(frame)
-    record_event(session, "export", actor=actor, study_id=study.id, format=fmt, out=str(out_dir.resolve()),
+    record_event(session, AuditAction.export, actor=actor, study_id=study.id, format=fmt, out=str(out_dir.resolve()),
                  rows=counts)
     return counts
 

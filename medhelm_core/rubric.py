@@ -21,7 +21,7 @@ from typing import Any
 from sqlmodel import Session, select
 
 from medhelm_core.db.audit import Actor, record_event
-from medhelm_core.db.models import Criterion, Rubric, Study
+from medhelm_core.db.models import AuditAction, Criterion, Rubric, Study
 from medhelm_core.errors import InputFileError, NotFoundError, ValidationError
 
 BUNDLED_RUBRICS = Path(__file__).resolve().parent.parent / "annotations" / "rubrics"
@@ -380,6 +380,6 @@ def save_rubric_version(
     last = session.exec(select(Rubric.version).where(Rubric.name == base.name).order_by(Rubric.version.desc())).first()
     stored = replace(spec, version=int(last or 0) + 1)
     store_rubric(session, stored)
-    record_event(session, "rubric.version_saved", actor=actor, study_id=study.id, name=stored.name,
+    record_event(session, AuditAction.rubric_version_saved, actor=actor, study_id=study.id, name=stored.name,
                  version=stored.version, based_on=base.version)
     return stored, True

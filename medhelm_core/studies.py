@@ -17,7 +17,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from medhelm_core.db.audit import Actor, record_event
-from medhelm_core.db.models import Assignment, Item, JudgeVerdict, JuryRun, MetricScore, Rating, Study
+from medhelm_core.db.models import Assignment, AuditAction, Item, JudgeVerdict, JuryRun, MetricScore, Rating, Study
 from medhelm_core.errors import NotFoundError, ValidationError
 from medhelm_core.rating.gold import gold_item_ids
 
@@ -249,17 +249,17 @@ def update_settings(session: Session, study: Study, *, actor: Actor = None, **fi
     session.add(study)
     # one audit action per kind of setting, as the trail has always named them
     if "speed_threshold_seconds" in clean:
-        record_event(session, "study.speed_threshold", actor=actor, study_id=study.id,
+        record_event(session, AuditAction.study_speed_threshold, actor=actor, study_id=study.id,
                      seconds=study.speed_threshold_seconds)
     if "retest_share" in clean or "retest_gap" in clean:
-        record_event(session, "study.retest", actor=actor, study_id=study.id, share=study.retest_share,
+        record_event(session, AuditAction.study_retest, actor=actor, study_id=study.id, share=study.retest_share,
                      gap=study.retest_gap)
     if "adjudication_threshold" in clean:
-        record_event(session, "adjudication.threshold", actor=actor, study_id=study.id,
+        record_event(session, AuditAction.adjudication_threshold, actor=actor, study_id=study.id,
                      threshold=study.adjudication_threshold)
     if "plan" in clean:
         plan = study.plan or {}
-        record_event(session, "study.plan", actor=actor, study_id=study.id, items=plan.get("items"),
+        record_event(session, AuditAction.study_plan, actor=actor, study_id=study.id, items=plan.get("items"),
                      raters=plan.get("raters"))
     return study
 

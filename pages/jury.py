@@ -12,6 +12,7 @@ import streamlit as st
 from sqlmodel import Session
 
 from medhelm_core.db.engine import transaction
+from medhelm_core.db.models import VerdictStatus
 from medhelm_core.errors import MedhelmError
 from medhelm_core.jury import background
 from medhelm_core.jury.config import DEFAULT_CONCURRENCY, DEFAULT_MAX_TOKENS, JuryConfig, judges_from_text
@@ -211,7 +212,7 @@ for criterion in rubric.criterion_names:
     for verdict in mine[mine["criterion"] == criterion].itertuples():
         # Judges' text is drawn with st.text: nothing in it can render as markdown or HTML.
         show_text(f"{verdict.judge}: {verdict.score:g}. {verdict.explanation}")
-failed = mine[mine["status"] != "ok"]
+failed = mine[mine["status"] != VerdictStatus.ok]
 if not failed.empty:
     st.markdown(f"**Failed verdicts** ({len(failed)}, not counted)")
     for verdict in failed.itertuples():

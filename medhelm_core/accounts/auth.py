@@ -37,7 +37,7 @@ from sqlmodel import Session, select
 
 from medhelm_core.accounts.users import password_matches, rehashed
 from medhelm_core.db.engine import transaction
-from medhelm_core.db.models import AuthSession, User, utcnow
+from medhelm_core.db.models import AuthSession, Role, User, utcnow
 
 SESSION_LIFETIME = timedelta(hours=8)
 IDLE_TIMEOUT = timedelta(hours=2)
@@ -66,7 +66,7 @@ class Principal:
     @property
     def sees_everything(self) -> bool:
         """Researchers and admins see every study's data; others only their own."""
-        return self.role in ("researcher", "admin")
+        return self.role in (Role.researcher, Role.admin)
 
 
 def _hash(token: str) -> str:

@@ -23,7 +23,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlmodel import Session, select
 
 from medhelm_core.db.audit import Actor, record_event
-from medhelm_core.db.models import AuthSession, Role, User
+from medhelm_core.db.models import AuditAction, AuthSession, Role, User
 from medhelm_core.errors import NotFoundError, ValidationError
 
 _hasher = PasswordHasher()
@@ -141,7 +141,7 @@ def add_user(
     )
     session.add(user)
     session.flush()
-    record_event(session, "user.added", actor=actor, username=user.username, user_id=user.id, role=user.role,
+    record_event(session, AuditAction.user_added, actor=actor, username=user.username, user_id=user.id, role=user.role,
                  has_password=user.password_hash is not None)
     return user
 
@@ -153,7 +153,7 @@ def set_password(session: Session, username: str, password: str, *, actor: Actor
     user.failed_logins, user.locked_until = 0, None
     session.add(user)
     closed = revoke_user_sessions(session, user.id)
-    record_event(session, "user.password_changed", actor=actor, username=user.username, user_id=user.id,
+    record_event(session, AuditAction.user_password_changed, actor=actor, username=user.username, user_id=user.id,
                  sessions_closed=closed)
     return user
 
@@ -164,7 +164,7 @@ def disable_user(session: Session, username: str, *, actor: Actor = "cli") -> Us
     user.is_active = False
     session.add(user)
     closed = revoke_user_sessions(session, user.id)
-    record_event(session, "user.disabled", actor=actor, username=user.username, user_id=user.id,
+    record_event(session, AuditAction.user_disabled, actor=actor, username=user.username, user_id=user.id,
                  sessions_closed=closed)
     return user
 

@@ -89,17 +89,9 @@ def weighted_kappa(
     xi, yi, m = paired_codes(a, b, labels)
     if xi.size == 0:
         return float("nan")
-    # Elementwise sums, not :func:`kappa_from_cells`' einsum: the two round differently in the last bit,
-    # and every kappa of the summary tables has been computed this way.
-    observed = np.zeros((m, m))
-    np.add.at(observed, (xi, yi), 1.0)
-    observed /= observed.sum()
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
-    w = kappa_weights(m, weights)
-    denom = (w * expected).sum()
-    if denom == 0:
-        return float("nan")
-    return float(1 - (w * observed).sum() / denom)
+    cells = np.zeros(m * m)
+    np.add.at(cells, xi * m + yi, 1.0)
+    return float(kappa_from_cells(cells[None, :], kappa_weights(m, weights))[0])
 
 
 KAPPA_CI_COLUMNS: tuple[str, ...] = (

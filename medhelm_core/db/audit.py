@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from medhelm_core.db.models import AuditEvent, Study, User
+from medhelm_core.db.models import AuditAction, AuditEvent, Study, User
 from medhelm_core.errors import ValidationError
 
 #: who an event is attributed to: an account, a signed-in principal, a name (``"cli"``), or nobody
@@ -41,7 +41,7 @@ def _who(actor: Actor) -> tuple[int | None, str]:
 
 
 def record_event(
-    session: Session, action: str, *, actor: Actor = None, study_id: int | None = None, **details: Any
+    session: Session, action: AuditAction, *, actor: Actor = None, study_id: int | None = None, **details: Any
 ) -> AuditEvent:
     """Add an audit event to ``session`` (inside the caller's transaction; nothing is committed here).
 
@@ -65,7 +65,7 @@ def record_event(
 
     Examples
     --------
-    >>> record_event(session, "export", actor="cli", study_id=3, format="csv")  # doctest: +SKIP
+    >>> record_event(session, AuditAction.export, actor="cli", study_id=3, format="csv")  # doctest: +SKIP
     """
     user_id, name = _who(actor)
     event = AuditEvent(

@@ -81,6 +81,30 @@ class RunSource(StrEnum):
     recorded = "recorded"
 
 
+class AuditAction(StrEnum):
+    """What an audit event records (``AuditEvent.action``), as ``noun.verb``; the audit export filters on these."""
+
+    adjudication_submit = "adjudication.submit"
+    adjudication_threshold = "adjudication.threshold"
+    assignment_balanced = "assignment.balanced"
+    assignment_moved = "assignment.moved"
+    export = "export"
+    gold_clear = "gold.clear"
+    gold_import = "gold.import"
+    import_ = "import"
+    jury_run = "jury.run"
+    prompt_template_saved = "prompt_template.saved"
+    rating_submitted = "rating.submitted"
+    report_export = "report.export"
+    rubric_version_saved = "rubric.version_saved"
+    study_plan = "study.plan"
+    study_retest = "study.retest"
+    study_speed_threshold = "study.speed_threshold"
+    user_added = "user.added"
+    user_disabled = "user.disabled"
+    user_password_changed = "user.password_changed"
+
+
 class Rubric(SQLModel, table=True):
     """A named, versioned set of criteria that clinicians and judges score."""
 

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 from sqlmodel import Session
 
-from medhelm_core.db.models import JuryRun, Study
+from medhelm_core.db.models import JuryRun, Study, VerdictStatus
 from medhelm_core.frames import (
     AGREEMENT_METRICS,
     LONG_COLUMNS,
@@ -115,7 +115,7 @@ def _run_info(run: JuryRun, verdicts: pd.DataFrame) -> JuryRunInfo:
         status=run.status,
         judges=tuple(sorted(verdicts["judge"].unique())) if not verdicts.empty else (),
         n_verdicts=len(verdicts),
-        n_failed=int((verdicts["status"] != "ok").sum()) if not verdicts.empty else 0,
+        n_failed=int((verdicts["status"] != VerdictStatus.ok).sum()) if not verdicts.empty else 0,
         config_hash=run.config_hash,
         prompt_hash=str(prompt_hash) if prompt_hash else None,
         config=config,

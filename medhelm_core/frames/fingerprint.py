@@ -7,7 +7,17 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from medhelm_core.db.models import GoldRange, Item, JudgeVerdict, JuryRun, MetricScore, Rating, RatingSubmission, Study
+from medhelm_core.db.models import (
+    GoldRange,
+    Item,
+    JudgeVerdict,
+    JuryRun,
+    MetricScore,
+    Rating,
+    RatingSubmission,
+    Study,
+    VerdictStatus,
+)
 
 
 def data_version(session: Session, study: Study) -> tuple[Any, ...]:
@@ -40,7 +50,7 @@ def data_version(session: Session, study: Study) -> tuple[Any, ...]:
         .where(JuryRun.study_id == study.id),
         select(func.count(JudgeVerdict.id))
         .join(JuryRun, JuryRun.id == JudgeVerdict.jury_run_id)
-        .where(JuryRun.study_id == study.id, JudgeVerdict.status == "ok"),
+        .where(JuryRun.study_id == study.id, JudgeVerdict.status == VerdictStatus.ok),
         select(func.count(MetricScore.id), func.max(MetricScore.id), func.max(MetricScore.computed_at)).where(
             col(MetricScore.item_id).in_(in_study)
         ),

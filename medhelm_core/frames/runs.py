@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from sqlmodel import Session, col, select
 
-from medhelm_core.db.models import JudgeVerdict, JuryRun, Study, VerdictStatus
+from medhelm_core.db.models import JudgeVerdict, JuryRun, RunSource, Study, VerdictStatus
 from medhelm_core.errors import NotFoundError
 
 #: runs whose verdicts can be compared as versions: judges called here, or scores recorded elsewhere
-COMPARABLE_SOURCES = ("litellm", "recorded")
+COMPARABLE_SOURCES = (RunSource.litellm, RunSource.recorded)
 
 
 def _with_verdicts():  # noqa: ANN202 - a scalar subquery

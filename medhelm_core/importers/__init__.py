@@ -15,7 +15,7 @@ from pathlib import Path
 from sqlmodel import Session
 
 from medhelm_core.db.audit import Actor, record_event
-from medhelm_core.db.models import Study
+from medhelm_core.db.models import AuditAction, Study
 from medhelm_core.errors import InputFileError, ValidationError
 from medhelm_core.importers.helm import helm_records, is_run_folder
 from medhelm_core.importers.limits import ReadBudget
@@ -121,5 +121,5 @@ def import_paths(
     wrote = (report.items_created, report.items_updated, report.raters_created, report.ratings_written,
              report.verdicts_written)
     if any(wrote):  # the trail records changes: re-importing the same files (or re-seeding the demo) adds none
-        record_event(session, "import", actor=actor, study_id=study.id, **report.__dict__)
+        record_event(session, AuditAction.import_, actor=actor, study_id=study.id, **report.__dict__)
     return report

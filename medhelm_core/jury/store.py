@@ -26,7 +26,17 @@ from sqlmodel import Session, select
 
 from medhelm_core.db.audit import record_event
 from medhelm_core.db.engine import database_error, transaction
-from medhelm_core.db.models import Item, JudgeVerdict, JuryRun, RunSource, RunStatus, Study, VerdictStatus, utcnow
+from medhelm_core.db.models import (
+    AuditAction,
+    Item,
+    JudgeVerdict,
+    JuryRun,
+    RunSource,
+    RunStatus,
+    Study,
+    VerdictStatus,
+    utcnow,
+)
 from medhelm_core.errors import NotFoundError, RunBusyError, ValidationError
 from medhelm_core.jury.config import JudgeSpec, JuryConfig, sha256_json, stored_prompt
 from medhelm_core.jury.prompt import RenderedPrompt, render_prompt
@@ -353,7 +363,7 @@ def _set_state(engine: Engine, run_id: int, status: str | None = None, *, audit_
         if audit_actor is not False:
             config = run.config or {}
             prompt_name, prompt_version = stored_prompt(config)
-            record_event(session, "jury.run", actor=audit_actor, study_id=run.study_id, run_id=run.id,
+            record_event(session, AuditAction.jury_run, actor=audit_actor, study_id=run.study_id, run_id=run.id,
                          run=run.name, judges=[j["model"] for j in config.get("judges", [])],
                          config_hash=run.config_hash, resumed=run.calls_done > 0,
                          rubric_version=(config.get("rubric") or {}).get("version"), prompt_name=prompt_name,

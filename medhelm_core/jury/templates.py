@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from medhelm_core.db.audit import Actor, record_event
-from medhelm_core.db.models import PromptTemplate
+from medhelm_core.db.models import AuditAction, PromptTemplate
 from medhelm_core.errors import MedhelmError, NotFoundError, ValidationError
 from medhelm_core.jury.prompt import DEFAULT_TEMPLATE, DEFAULT_TEMPLATE_NAME, check_template
 
@@ -99,7 +99,7 @@ def ensure_default_template(session: Session) -> TemplateVersion:
 
 
 def _add(session: Session, row: PromptTemplate, actor: Actor) -> TemplateVersion:
-    audit = record_event(session, "prompt_template.saved", actor=actor, name=row.name, version=row.version,
+    audit = record_event(session, AuditAction.prompt_template_saved, actor=actor, name=row.name, version=row.version,
                          text_hash=row.text_hash, chars=len(row.text))
     row.created_by = audit.actor[:150]
     session.add(row)

@@ -27,7 +27,7 @@ from sqlmodel import Session, select
 
 from medhelm_core.accounts.auth import Principal
 from medhelm_core.db.audit import record_event
-from medhelm_core.db.models import Adjudication, Item, Rating, Role, Study, User
+from medhelm_core.db.models import Adjudication, AuditAction, Item, Rating, Role, Study, User
 from medhelm_core.errors import AccessDenied, ValidationError
 from medhelm_core.rating.queue import item_as_shown, study_rubric
 from medhelm_core.rating.ratings import latest_submission
@@ -271,7 +271,7 @@ def submit_adjudication(
     if written:
         session.flush()
         # the comment is free text that may name a patient: the audit trail only says there was one
-        record_event(session, "adjudication.submit", actor=who, study_id=study.id, item_id=item_id,
+        record_event(session, AuditAction.adjudication_submit, actor=who, study_id=study.id, item_id=item_id,
                      scores={r.criterion: r.score for r in written},
                      revisions={r.criterion: r.revision for r in written}, has_comment=bool(comment))
     return written

@@ -24,7 +24,17 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from medhelm_core.db.audit import Actor, record_event
-from medhelm_core.db.models import RECORDED_RATER, Assignment, Item, Rating, RatingSubmission, Role, Study, User
+from medhelm_core.db.models import (
+    RECORDED_RATER,
+    Assignment,
+    AuditAction,
+    Item,
+    Rating,
+    RatingSubmission,
+    Role,
+    Study,
+    User,
+)
 from medhelm_core.errors import NotFoundError, ValidationError
 from medhelm_core.rating.gold import gold_item_ids
 
@@ -199,7 +209,7 @@ def assign_balanced(
     session.add(study)
     session.flush()
     if plan.new or overlap != previous_overlap:  # a re-run that changes nothing leaves no trail
-        record_event(session, "assignment.balanced", actor=actor, study_id=study.id, overlap=overlap,
+        record_event(session, AuditAction.assignment_balanced, actor=actor, study_id=study.id, overlap=overlap,
                      added=len(plan.new), clinicians=[c.username for c in clinicians])
     return plan
 
@@ -228,7 +238,7 @@ def reassign(
     row.position = queue_position(study.order_seed, target.id, item_id)
     session.add(row)
     session.flush()
-    record_event(session, "assignment.moved", actor=actor, study_id=study.id, item_id=item_id,
+    record_event(session, AuditAction.assignment_moved, actor=actor, study_id=study.id, item_id=item_id,
                  from_user=from_username, to_user=to_username)
     return row
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import Session, col, select
 
 from medhelm_core.db.audit import Actor, record_event
-from medhelm_core.db.models import GoldRange, Item, Study
+from medhelm_core.db.models import AuditAction, GoldRange, Item, Study
 from medhelm_core.errors import InputFileError
 from medhelm_core.importers.tabular import rows as file_rows
 from medhelm_core.rubric import rubric_spec
@@ -148,8 +148,8 @@ def import_gold(session: Session, study: Study, path: str | Path, *, actor: Acto
             updated += 1
     session.flush()
     total = len(gold_item_ids(session, study))
-    record_event(session, "gold.import", actor=actor, study_id=study.id, file=Path(path).name, rows=len(ranges),
-                 created=created, updated=updated)
+    record_event(session, AuditAction.gold_import, actor=actor, study_id=study.id, file=Path(path).name,
+                 rows=len(ranges), created=created, updated=updated)
     return GoldImport(study.name, len(ranges), created, updated, unchanged, total)
 
 
@@ -162,7 +162,7 @@ def clear_gold(session: Session, study: Study, *, actor: Actor = None) -> int:
         session.delete(row)
     session.flush()
     if rows:
-        record_event(session, "gold.clear", actor=actor, study_id=study.id, rows=len(rows))
+        record_event(session, AuditAction.gold_clear, actor=actor, study_id=study.id, rows=len(rows))
     return len(rows)
 
 

@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 
 from medhelm_core.db.audit import record_event
 from medhelm_core.db.engine import hold_write_lock
-from medhelm_core.db.models import Item, Rating, RatingFlag, RatingSubmission, User, utcnow
+from medhelm_core.db.models import AuditAction, Item, Rating, RatingFlag, RatingSubmission, User, utcnow
 from medhelm_core.errors import ValidationError
 from medhelm_core.rubric import RubricSpec
 
@@ -86,7 +86,7 @@ def record_rating(
         _update_current(session, item, rater, submission)
     # the comment is not copied into the audit trail: it is free text that may name a patient
     extra = {"retest": True} if retest else {}
-    record_event(session, "rating.submitted", actor=rater, study_id=item.study_id, item_id=item.id,
+    record_event(session, AuditAction.rating_submitted, actor=rater, study_id=item.study_id, item_id=item.id,
                  submission_id=submission.id, revision=revision, scores=clean, flag=flag,
                  has_comment=bool(comment), **extra)
     return submission, True

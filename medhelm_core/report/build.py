@@ -12,7 +12,7 @@ import pandas as pd
 from sqlmodel import Session
 
 from medhelm_core.db.audit import record_event
-from medhelm_core.db.models import Study
+from medhelm_core.db.models import AuditAction, Study
 from medhelm_core.figures import DashboardData, load_dashboard_data
 from medhelm_core.report.bundle import MANIFEST, write_bundle
 from medhelm_core.report.content import ReportContent, ReportOptions, report_content
@@ -95,7 +95,7 @@ def write_report(
     html_path, pdf_path = out_dir / HTML_NAME, out_dir / PDF_NAME
     _write_atomic(html_path, render_html(content, data_files).encode("utf-8"))
     _write_atomic(pdf_path, render_pdf(content))
-    record_event(session, "report.export", actor=actor, study_id=study.id, protocol=options.protocol,
+    record_event(session, AuditAction.report_export, actor=actor, study_id=study.id, protocol=options.protocol,
                  benchmarks=list(options.benchmarks or ()), folder=out_dir.name)
     pooled = content.headline[content.headline["benchmark"] == "pooled"]
     return ReportFiles(
