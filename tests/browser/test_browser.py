@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from sqlmodel import Session, select
-from support.helpers import start_app
+from support.helpers import browser_sign_in, start_app
 
 from medhelm_core.db.engine import make_engine, transaction
 from medhelm_core.db.models import Assignment, Item, RatingSubmission, User
@@ -45,14 +45,6 @@ def served(tmp_path_factory, browser):
     engine.dispose()
 
 
-def sign_in(page, base, username, password):
-    page.goto(base)
-    page.get_by_label("Username").fill(username)
-    page.get_by_role("textbox", name="Password").fill(password)
-    page.get_by_role("button", name="Sign in").click()
-    page.get_by_text("Signed in as").wait_for(timeout=30_000)
-
-
 def shot(page, name):
     if SHOTS:
         SHOTS.mkdir(parents=True, exist_ok=True)
@@ -64,7 +56,7 @@ def test_clinician_rates_reloads_and_sees_the_rating_kept_and_hostile_text_inert
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    sign_in(page, base, "clinician1", "clinician1-demo")
+    browser_sign_in(page, base, "clinician1")
     page.get_by_role("link", name="Rate").click()
     page.get_by_text("Response to rate").wait_for(timeout=30_000)
     page.get_by_text("0 of 32 done").first.wait_for()
@@ -89,7 +81,7 @@ def test_clinician_rates_reloads_and_sees_the_rating_kept_and_hostile_text_inert
     assert saved.comment == "dose looks wrong"
 
     page.reload()
-    sign_in(page, base, "clinician1", "clinician1-demo")
+    browser_sign_in(page, base, "clinician1")
     page.get_by_role("link", name="Rate").click()
     page.get_by_text("1 of 32 done").first.wait_for(timeout=30_000)
     page.get_by_role("button", name="← Previous").click()

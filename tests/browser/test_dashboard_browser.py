@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO
 from sqlmodel import Session
 from support.dashboard_support import copy_of, rated_figures
-from support.helpers import start_app
+from support.helpers import browser_sign_in, start_app
 
 from medhelm_core.db.engine import make_engine
 from medhelm_core.demo import DEMO_STUDY
@@ -60,10 +60,7 @@ def choose(page, scope, label: str, option: str) -> None:
 def test_the_agreement_page_shows_headline_charts_and_the_papers_0474(served, browser):
     # Tall, so that a screenshot shows the charts too (Streamlit scrolls inside its own container).
     page = browser.new_page(viewport={"width": 1400, "height": 4200})
-    page.goto(served)
-    page.get_by_label("Username").fill("researcher")
-    page.get_by_role("textbox", name="Password").fill("researcher-demo")
-    page.get_by_role("button", name="Sign in").click()
+    browser_sign_in(page, served, "researcher")
     page.get_by_role("link", name="Agreement").click()
     page.get_by_text("Headline agreement").wait_for(timeout=60_000)
     page.get_by_text("jury-clinician").first.wait_for(timeout=30_000)

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from conftest import REPO
 from sqlmodel import select
-from support.helpers import free_port, start_app
+from support.helpers import browser_sign_in, free_port, start_app
 
 from medhelm_core.db.engine import make_engine, transaction
 from medhelm_core.db.models import Criterion, Study
@@ -49,10 +49,7 @@ def test_an_image_in_a_rubric_label_is_shown_as_text_and_never_loaded(tmp_path, 
     base, proc = start_app(REPO, url)
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     try:
-        page.goto(base)
-        page.get_by_label("Username").fill("clinician1")
-        page.get_by_role("textbox", name="Password").fill("clinician1-demo")
-        page.get_by_role("button", name="Sign in").click()
+        browser_sign_in(page, base, "clinician1")
         page.get_by_role("link", name="Rate").click()
         page.get_by_text("Response to rate").wait_for(timeout=30_000)
         page.get_by_text("Clarity", exact=True).wait_for(timeout=30_000)  # the radios and their anchors are drawn

@@ -143,13 +143,18 @@ def test_the_same_configuration_started_twice_at_once_runs_and_pays_once(engine,
     assert len(verdicts(engine)) == n_items * len(judges)
 
 
+def run_row(study_id: int, status: str) -> dict:
+    """A jury_run row written straight to the table, as if a run of configuration ``h...`` had been stored."""
+    return {"study_id": study_id, "name": "jury", "source": "litellm", "config": {}, "config_hash": "h" * 64,
+            "status": status, "calls_done": 0, "calls_failed": 0, "prompt_tokens": 0,
+            "completion_tokens": 0, "cost_usd": 0.0, "started_at": datetime.now(UTC)}
+
+
 def test_the_database_refuses_a_second_active_run_of_one_configuration(engine):
     make_study(engine, ["good"])
     with engine.begin() as conn:
         study_id = conn.exec_driver_sql("SELECT id FROM study").scalar_one()
-        row = {"study_id": study_id, "name": "jury", "source": "litellm", "config": {}, "config_hash": "h" * 64,
-               "status": "finished", "calls_done": 0, "calls_failed": 0, "prompt_tokens": 0,
-               "completion_tokens": 0, "cost_usd": 0.0, "started_at": datetime.now(UTC)}
+        row = run_row(study_id, "finished")
         conn.execute(insert(JuryRun.__table__), [row, row, {**row, "status": "running"}])  # past runs: fine
         conn.execute(insert(JuryRun.__table__), {**row, "config_hash": "g" * 64, "status": "running"})
     with pytest.raises(IntegrityError), engine.begin() as conn:
@@ -216,9 +221,7 @@ def test_the_upgrade_keeps_the_newest_of_two_active_runs_of_one_configuration(da
     make_study(engine, ["good"])
     with engine.begin() as conn:
         study_id = conn.exec_driver_sql("SELECT id FROM study").scalar_one()
-        row = {"study_id": study_id, "name": "jury", "source": "litellm", "config": {}, "config_hash": "h" * 64,
-               "status": "running", "calls_done": 0, "calls_failed": 0, "prompt_tokens": 0,
-               "completion_tokens": 0, "cost_usd": 0.0, "started_at": datetime.now(UTC)}
+        row = run_row(study_id, "running")
         conn.execute(insert(JuryRun.__table__), [row, row, {**row, "config_hash": "g" * 64}])
     upgrade_database(engine)
     with engine.connect() as conn:

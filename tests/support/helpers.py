@@ -119,6 +119,16 @@ def start_app(repo, database_url: str):  # noqa: ANN001, ANN201 - a Path in, (ba
     return base, process
 
 
+def browser_sign_in(page, base: str, username: str, password: str | None = None) -> None:  # noqa: ANN001 - a Page
+    """Sign in through the app's form in a real browser (the demo password ``<name>-demo`` unless given) and wait
+    for the signed-in sidebar."""
+    page.goto(base)
+    page.get_by_label("Username").fill(username)
+    page.get_by_role("textbox", name="Password").fill(password or f"{username}-demo")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_text("Signed in as").wait_for(timeout=30_000)
+
+
 def run_cli(capsys, url: str, *args: str, stdin: str | None = None):
     """``medhelm --database-url URL ARGS`` in this process, reported as a subprocess would be (exit code, stdout,
     stderr): the code path after interpreter start-up, without paying the start-up for every call."""
