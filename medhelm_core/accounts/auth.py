@@ -31,12 +31,11 @@ import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from medhelm_core.accounts.users import password_matches, rehashed
-from medhelm_core.db.engine import transaction
+from medhelm_core.db.engine import hold_write_lock, transaction
 from medhelm_core.db.models import AuthSession, Role, User, utcnow
 
 SESSION_LIFETIME = timedelta(hours=8)
@@ -221,12 +220,9 @@ def sign_in(
 
 def _locked_row(session: Session, user_id: int) -> User | None:
     """Account ``user_id``, read fresh and locked against other sign-ins until the transaction ends."""
-    if session.get_bind().dialect.name == "sqlite":
-        # SQLite has no row locks and ignores FOR UPDATE: a no-op write takes the database's write lock
-        # now (what BEGIN IMMEDIATE does), so the read below sees every committed failure and nobody
-        # else's until this transaction ends.
-        session.execute(update(User).where(User.id == user_id).values(failed_logins=User.failed_logins)
-                        .execution_options(synchronize_session=False))
+    # SQLite has no row locks and ignores FOR UPDATE: its write lock, taken now, serves instead, so the read
+    # below sees every committed failure and nobody else's until this transaction ends.
+    hold_write_lock(session)
     return session.exec(select(User).where(User.id == user_id).with_for_update()
                         .execution_options(populate_existing=True)).first()
 
