@@ -240,13 +240,19 @@ def test_a_failed_update_shows_its_error_beside_the_previous_figures(small_study
     at = open_page(small_study)
     before = pair_icc(at)
 
+    # The update fails only once the page has drawn the older figures with its note: on a busy machine an
+    # instant failure could otherwise land before the page run reads it, and the note would already be the error.
+    noted = threading.Event()
+
     def broken(*args: object, **kwargs: object) -> None:
+        noted.wait(timeout=60)
         raise RuntimeError("the engine broke")
 
     monkeypatch.setattr(figures_module, "compute_figures", broken)
     rate(small_study, 5)
     at.run()
     assert notes(at)
+    noted.set()
     assert wait_for_updates(timeout=60)
     at.run()
     assert not at.exception
