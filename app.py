@@ -1,6 +1,7 @@
 """MedHELM Calibrate, the Streamlit entry point: sign-in and navigation only.
 
-Run with ``medhelm demo`` or ``streamlit run app.py``; the database comes from MEDHELM_DATABASE_URL.
+Run with ``medhelm demo`` or ``streamlit run serve.py`` (this app with the session cookie's routes, so a sign-in
+survives reloads and new tabs); the database comes from MEDHELM_DATABASE_URL.
 """
 
 from __future__ import annotations
@@ -8,9 +9,18 @@ from __future__ import annotations
 import streamlit as st
 
 from medhelm_core.accounts.roles import pages_for
-from pages.common import current_user, sign_in, sign_in_with_identity_provider, sign_out, sso_configured
+from pages.common import (
+    current_user,
+    hand_session_to_browser,
+    sign_in,
+    sign_in_with_identity_provider,
+    sign_out,
+    sso_configured,
+)
 
-st.set_page_config(page_title="MedHELM Calibrate", layout="wide")
+# An emoji favicon is drawn from a data: URL; a page's material icon as favicon would be fetched from Google's
+# font server by every browser (nothing may be fetched from outside this server).
+st.set_page_config(page_title="MedHELM Calibrate", page_icon="🩺", layout="wide")
 
 #: each page's title and icon in the navigation; who sees it is medhelm_core.accounts.roles.PAGE_ROLES
 PAGES = {
@@ -21,8 +31,16 @@ PAGES = {
     "metrics": ("Metrics", ":material/functions:"),
     "jury": ("Jury", ":material/gavel:"),
     "agreement": ("Agreement", ":material/insights:"),
+    "models": ("Models", ":material/leaderboard:"),
+    "review": ("Review", ":material/flag:"),
     "adjudicate": ("Adjudicate", ":material/balance:"),
+    "admin": ("Admin", ":material/manage_accounts:"),
 }
+
+
+def url_path(page: str) -> str:
+    """A page's address: its name, the home page's the root ("", so no other page can be mistaken for it)."""
+    return "" if page == "home" else page
 
 
 def sign_in_form() -> None:
@@ -52,11 +70,15 @@ def sign_in_form() -> None:
 
 
 who = current_user()
+hand_session_to_browser()
 if who is None:
-    st.navigation([st.Page(sign_in_form, title="Sign in", icon=":material/login:")], position="hidden").run()
+    # The sign-in form answers at every page's address, so a reload, a bookmark or a deep link (/rate) keeps its
+    # address and, once signed in, opens that page (a page is found again by its url path; the home page's is "").
+    st.navigation([st.Page(sign_in_form, title="Sign in", url_path=url_path(name), default=name == "home")
+                   for name in PAGES], position="hidden").run()
 else:
-    pages = [st.Page(f"pages/{name}.py", title=PAGES[name][0], icon=PAGES[name][1], default=name == "home")
-             for name in pages_for(who.role)]
+    pages = [st.Page(f"pages/{name}.py", title=PAGES[name][0], icon=PAGES[name][1], url_path=url_path(name),
+                     default=name == "home") for name in pages_for(who.role)]
     with st.sidebar:
         st.text(f"Signed in as {who.display_name} ({who.role})")
         if st.button("Sign out"):

@@ -2,7 +2,8 @@
 MedHELM validation ratings as a second study. Seeding is idempotent: running it again changes nothing.
 
 No judge verdicts are invented for the demo study; its jury runs when a researcher configures a judge.
-The MedHELM study carries the paper's recorded jury means, labelled as recorded.
+The MedHELM study carries the paper's recorded jury means, labelled as recorded, and the items' texts (the
+prompts and the model outputs the clinicians rated; the public release has no reference answers).
 """
 
 from __future__ import annotations
@@ -19,13 +20,26 @@ from medhelm_core.db.migrate import upgrade_database
 from medhelm_core.db.models import User
 from medhelm_core.importers import ImportReport, import_paths
 from medhelm_core.rating.assignment import assign_balanced
-from medhelm_core.studies import get_or_create_study
+from medhelm_core.studies import get_or_create_study, update_settings
 
 ANNOTATIONS = Path(__file__).resolve().parent.parent / "annotations"
 DEMO_ITEMS = ANNOTATIONS / "demo" / "items.jsonl"
 MEDHELM_RATINGS = ANNOTATIONS / "medhelm_validation" / "ratings.csv"
+MEDHELM_TEXTS = ANNOTATIONS / "medhelm_validation" / "item_texts.csv"
 DEMO_STUDY = "demo"
 MEDHELM_STUDY = "medhelm-validation"
+MEDHELM_DESCRIPTION = (
+    "The clinician ratings behind the MedHELM paper's jury validation (arXiv 2505.23802), with the jury's "
+    "recorded mean scores and the items' texts (the prompts and the model outputs rated). The public release "
+    "has no reference answers, so ROUGE-L and BERTScore cannot be computed for these items."
+)
+#: the description seeded before the texts were bundled, brought up to date by the next seeding
+_OLD_MEDHELM_DESCRIPTION = (
+    "The clinician ratings behind the MedHELM paper's jury validation (arXiv 2505.23802), with the jury's "
+    "recorded mean scores. Item texts are not included in the public data."
+)
+#: the paper's choice for its jury-clinician ICC (0.474): the MedHELM protocol over aci_bench and medi_qa pooled
+MEDHELM_PAPER_BENCHMARKS = ("aci_bench", "medi_qa")
 
 #: Local demo accounts (username, role, password). For a demo on your own machine only.
 DEMO_ACCOUNTS = (
@@ -66,12 +80,18 @@ def seed_demo(engine: Engine) -> DemoReport:
         # Each demo item goes to two of the three demo clinicians, so they can start rating at once.
         demo_clinicians = [name for name, role, _ in DEMO_ACCOUNTS if role == "clinician"]
         report.assignments_added = len(assign_balanced(session, demo, 2, demo_clinicians).new)
-        medhelm, _ = get_or_create_study(
+        medhelm, new_medhelm = get_or_create_study(
             session,
             MEDHELM_STUDY,
             title="MedHELM validation study (real clinician ratings)",
-            description="The clinician ratings behind the MedHELM paper's jury validation (arXiv 2505.23802), "
-            "with the jury's recorded mean scores. Item texts are not included in the public data.",
+            description=MEDHELM_DESCRIPTION,
         )
-        report.studies[MEDHELM_STUDY] = import_paths(session, medhelm, [MEDHELM_RATINGS], "medhelm-ratings")
+        if medhelm.description == _OLD_MEDHELM_DESCRIPTION:
+            medhelm.description = MEDHELM_DESCRIPTION
+            session.add(medhelm)
+        report.studies[MEDHELM_STUDY] = import_paths(session, medhelm, [MEDHELM_RATINGS], "medhelm-ratings",
+                                                     texts=MEDHELM_TEXTS)
+        if new_medhelm:  # opens on the paper's figures; a researcher's later choice is never reset
+            update_settings(session, medhelm, agreement_protocol="medhelm",
+                            agreement_benchmarks=list(MEDHELM_PAPER_BENCHMARKS))
     return report

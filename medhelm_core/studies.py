@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -200,6 +200,40 @@ def _plan(plan: PlanResult | None) -> dict[str, Any] | None:
     return dataclasses.asdict(plan) if plan is not None else None
 
 
+#: the longest instructions a study keeps for its clinicians
+MAX_INSTRUCTIONS = 20_000
+
+
+def _instructions(text: object) -> str:
+    if not isinstance(text, str):
+        raise ValidationError(f"the instructions must be text, not {type(text).__name__}")
+    text = text.strip()
+    if len(text) > MAX_INSTRUCTIONS:
+        raise ValidationError(f"the instructions are {len(text)} characters long; at most {MAX_INSTRUCTIONS} are kept")
+    if "\x00" in text:
+        raise ValidationError("the instructions contain a NUL character")
+    return text
+
+
+def _protocol(protocol: object) -> str:
+    # As agreement.protocol.PROTOCOLS, which loads pandas: a settings change should not pay for it.
+    if protocol not in ("medhelm", "full"):
+        raise ValidationError(f"protocol {protocol!r} unknown; use one of medhelm, full")
+    return str(protocol)
+
+
+def _benchmarks(session: Session, study: Study, benchmarks: object) -> list[str]:
+    if isinstance(benchmarks, str) or not isinstance(benchmarks, (list, tuple, set, frozenset)):
+        raise ValidationError(f"the benchmarks must be a list of names, not {benchmarks!r}")
+    chosen = sorted({str(b) for b in benchmarks})
+    known = set(session.exec(select(Item.benchmark).where(Item.study_id == study.id).distinct()).all())
+    unknown = [b for b in chosen if b not in known]
+    if unknown:
+        raise ValidationError(f"study {study.name!r} has no benchmark {', '.join(unknown)} "
+                              f"(its benchmarks: {', '.join(sorted(known)) or 'none yet'})")
+    return chosen
+
+
 #: the settings :func:`update_settings` changes, each with its check (None turns adjudication off and
 #: forgets the plan)
 _SETTINGS: dict[str, Callable[[Any], Any]] = {
@@ -208,6 +242,8 @@ _SETTINGS: dict[str, Callable[[Any], Any]] = {
     "retest_gap": _retest_gap,
     "adjudication_threshold": lambda v: None if v is None else check_adjudication_threshold(v),
     "plan": _plan,
+    "instructions": _instructions,
+    "agreement_protocol": _protocol,
 }
 
 
@@ -226,8 +262,11 @@ def update_settings(session: Session, study: Study, *, actor: Actor = None, **fi
         Any of ``speed_threshold_seconds`` (a first rating faster than this is flagged),
         ``retest_share`` (0 turns test-retest off; at most :data:`MAX_RETEST_SHARE`), ``retest_gap``
         (other items before a repeat), ``adjudication_threshold`` (points apart; None turns adjudication
-        off) and ``plan`` (a :class:`~medhelm_core.agreement.planning.PlanResult`; None forgets it).
-        Every value is checked before any is set, so a bad one changes nothing.
+        off), ``plan`` (a :class:`~medhelm_core.agreement.planning.PlanResult`; None forgets it),
+        ``instructions`` (what clinicians read on the Rate page), ``agreement_protocol`` (``medhelm`` or
+        ``full``) and ``agreement_benchmarks`` (the benchmarks the Agreement page and the report pool by
+        default, each one of the study's; empty: all), the last two together being how the study's figures
+        open. Every value is checked before any is set, so a bad one changes nothing.
 
     Returns
     -------
@@ -240,10 +279,13 @@ def update_settings(session: Session, study: Study, *, actor: Actor = None, **fi
     >>> update_settings(session, study, speed_threshold_seconds=45, retest_share=0.1, retest_gap=10,
     ...                 actor=who)  # doctest: +SKIP
     """
-    unknown = sorted(set(fields) - set(_SETTINGS))
+    known = [*_SETTINGS, "agreement_benchmarks"]
+    unknown = sorted(set(fields) - set(known))
     if unknown:
-        raise TypeError(f"update_settings() got unknown settings {', '.join(unknown)}; known: {', '.join(_SETTINGS)}")
-    clean = {name: _SETTINGS[name](value) for name, value in fields.items()}
+        raise TypeError(f"update_settings() got unknown settings {', '.join(unknown)}; known: {', '.join(known)}")
+    clean = {name: _SETTINGS[name](value) for name, value in fields.items() if name in _SETTINGS}
+    if "agreement_benchmarks" in fields:  # checked against the study's items
+        clean["agreement_benchmarks"] = _benchmarks(session, study, fields["agreement_benchmarks"])
     for name, value in clean.items():
         setattr(study, name, value)
     session.add(study)
@@ -261,7 +303,19 @@ def update_settings(session: Session, study: Study, *, actor: Actor = None, **fi
         plan = study.plan or {}
         record_event(session, AuditAction.study_plan, actor=actor, study_id=study.id, items=plan.get("items"),
                      raters=plan.get("raters"))
+    if "instructions" in clean:
+        record_event(session, AuditAction.study_instructions, actor=actor, study_id=study.id,
+                     characters=len(study.instructions))
+    if "agreement_protocol" in clean or "agreement_benchmarks" in clean:
+        record_event(session, AuditAction.study_agreement_defaults, actor=actor, study_id=study.id,
+                     protocol=study.agreement_protocol, benchmarks=list(study.agreement_benchmarks or []))
     return study
+
+
+def study_benchmarks(session: Session, study: Study) -> list[str]:
+    """The benchmarks of ``study``'s items, by name."""
+    return list(session.exec(select(Item.benchmark).where(Item.study_id == study.id).distinct()
+                             .order_by(Item.benchmark)).all())
 
 
 @dataclass(frozen=True)
@@ -279,14 +333,29 @@ class PlanProgress:
         return self.complete_items / self.planned_items if self.planned_items else 0.0
 
 
+def agreement_view(study: Study, protocol: str | None = None, benchmarks: Sequence[str] = ()) -> tuple[str, list[str]]:
+    """The protocol and benchmarks a figure of ``study`` uses: those given, else the study's saved view (what the
+    Agreement page opens on), so that the page, ``medhelm agreement`` and ``medhelm report`` agree by default.
+
+    Examples
+    --------
+    >>> agreement_view(Study(name="s", agreement_protocol="full", agreement_benchmarks=["medi_qa"]))
+    ('full', ['medi_qa'])
+    >>> agreement_view(Study(name="s", agreement_benchmarks=["medi_qa"]), "medhelm", ["aci_bench"])
+    ('medhelm', ['aci_bench'])
+    """
+    return protocol or study.agreement_protocol or "medhelm", list(benchmarks) or list(study.agreement_benchmarks or [])
+
+
 def plan_progress(session: Session, study: Study, raters: int | None = None) -> PlanProgress | None:
-    """Items rated by at least ``raters`` clinicians (default: the plan's), against the plan's item count.
+    """Items rated by at least ``raters`` clinicians (default: the plan's clinicians per item), against the plan's
+    item count.
 
     Gold items are not counted: they stay out of the agreement figures. None when the study has no plan
     and no ``raters`` is given.
     """
     plan = study.plan or {}
-    k = raters or plan.get("raters")
+    k = raters or plan.get("clinicians") or plan.get("raters")
     if not k:
         return None
     gold = gold_item_ids(session, study)

@@ -16,10 +16,12 @@ from sqlmodel import Session
 
 from medhelm_core import figures
 from medhelm_core.agreement import COMPOSITE, POOLED
+from medhelm_core.db.engine import transaction
 from medhelm_core.errors import MedhelmError
 from medhelm_core.figures import displays
 from medhelm_core.figures.choices import jury_run_choices, version_names
 from medhelm_core.figures.report_archive import report_archive
+from medhelm_core.studies import get_study_by_id, update_settings
 from medhelm_core.text import markdown_literal
 from pages.common import (
     checked_download,
@@ -60,6 +62,11 @@ def rerun_when(ready: Callable[[], bool]) -> None:
 
 
 study = pick_study("No studies yet: import items on the Data page.", key="agreement_study")
+# A study opens on the protocol and benchmarks it keeps (for MedHELM's validation study, the paper's choice).
+if st.session_state.get("agreement_view_of") != study.id:
+    st.session_state["agreement_view_of"] = study.id
+    st.session_state["agreement_protocol"] = study.agreement_protocol
+    st.session_state.pop("agreement_benchmarks_of", None)  # set below, once the study's benchmarks are known
 with Session(eng) as session:
     runs = jury_run_choices(session, study)
     version = figures.data_version(session, study)
@@ -71,8 +78,9 @@ with st.sidebar:
         run_id = runs.labels[st.selectbox("Jury run", list(runs.labels), index=runs.default, key="agreement_run",
                                           help="Default: the newest run with verdicts.")]
     protocol = st.radio("Protocol", ["medhelm", "full"], horizontal=True, key="agreement_protocol",
-                        help="medhelm: the paper's ICC(3,k) on z-scores with F intervals. full: every ICC form, "
-                             "bootstrap intervals and all-clinician designs (slower).")
+                        help="medhelm: the paper's ICC(C,k) on z-scores with F intervals, and the clinicians' "
+                             "agreement from every clinician. full: adds ICC(A,1) and ICC(A,k) on the raw scale "
+                             "with generalized intervals, and alpha (slower).")
 # None means the latest run: the figures are kept per choice, not per what it resolves to.
 scores_key = figures.FigureKey.of(eng, study, run_id)
 with st.spinner("Loading the study's scores..."):
@@ -80,9 +88,27 @@ with st.spinner("Loading the study's scores..."):
 if scores.figures is None:
     stop_on(scores.error)
 data = scores.value
+if st.session_state.get("agreement_benchmarks_of") != study.id:
+    st.session_state["agreement_benchmarks_of"] = study.id
+    st.session_state["agreement_benchmarks"] = [b for b in study.agreement_benchmarks
+                                                if b in set(data.items["benchmark"])]
+
+
+@session_checked("agreement")
+def keep_view(protocol: str, benchmarks: tuple[str, ...]) -> None:
+    with transaction(eng) as session:
+        update_settings(session, get_study_by_id(session, study.id), agreement_protocol=protocol,
+                        agreement_benchmarks=list(benchmarks), actor=who)
+    st.toast("The study now opens this way")
+
+
 with st.sidebar:
     benchmarks = tuple(st.multiselect("Benchmarks (pooled over the chosen)", sorted(data.items["benchmark"].unique()),
                                       placeholder="all benchmarks", key="agreement_benchmarks"))
+    if (protocol, sorted(benchmarks)) != (study.agreement_protocol, sorted(study.agreement_benchmarks)):
+        st.button("Open the study this way next time", key="agreement_keep_view", on_click=keep_view,
+                  args=(protocol, benchmarks), help="Keep this protocol and these benchmarks as the study's view: "
+                  "the page and the report open on them.")
     models = tuple(st.multiselect("Models", sorted(data.items["model"].unique()), placeholder="all models",
                                   key="agreement_models"))
     criterion_choice = st.selectbox("Criterion", ["all", COMPOSITE, *data.criteria], key="agreement_criterion",
@@ -123,12 +149,15 @@ for column, card in zip(st.columns(max(1, len(cards))), cards, strict=False):
 st.dataframe(
     displays.headline_rows(headline, None if criterion_choice == "all" else criterion),
     hide_index=True,
-    column_order=["comparison", "benchmark", "criterion", "icc", "ci", "n_items", "pearson_r", "spearman_rho",
-                  "kappa_qw", "reading", "note"],
+    column_order=["comparison", "benchmark", "criterion", "short_form", "icc", "ci", "n_used", "pearson_r",
+                  "spearman_rho", "kappa_qw", "reading", "note"],
     column_config={
-        "icc": st.column_config.NumberColumn("ICC(3,k)", format="%.3f"),
-        "ci": st.column_config.TextColumn("95% CI"),
-        "n_items": st.column_config.NumberColumn("n"),
+        "short_form": st.column_config.TextColumn("form", help="The form of each figure; the line below says it "
+                                                  "in words."),
+        "icc": st.column_config.NumberColumn("estimate", format="%.3f"),
+        "ci": st.column_config.TextColumn("95% CI", help="The ceiling's is its range over clinicians."),
+        "n_used": st.column_config.TextColumn("n (of)", help="Items used, of those the figure could use."),
+        "reading": st.column_config.TextColumn("reading", help="Koo & Li (2016), only for raw-scale forms."),
         "pearson_r": st.column_config.NumberColumn("r", format="%.3f"),
         "spearman_rho": st.column_config.NumberColumn("rho", format="%.3f"),
         "kappa_qw": st.column_config.NumberColumn("kappa", format="%.3f"),
@@ -239,7 +268,9 @@ st.caption("A zip with report.html (opens offline), report.pdf, manifest.json an
            "(never from older figures).")
 # The zip is built at the click, in a thread of Streamlit's, outside this run: checked_download checks the
 # session again then (an account disabled since the page was drawn gets nothing) and writes the export as them.
+# The filters are bound now (a default argument), not looked up at the click: a name reused further down the page
+# (a loop variable `key` of the drill-down did) must not change which report is built.
 st.download_button("Download the calibration report",
-                   data=checked_download("agreement", lambda admitted: report_archive(eng, key, actor=admitted)),
+                   data=checked_download("agreement", lambda who, filters=key: report_archive(eng, filters, actor=who)),
                    mime="application/zip", file_name=f"{study.name}-calibration-report.zip", on_click="ignore",
                    type="primary")

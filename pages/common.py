@@ -1,8 +1,9 @@
 """What every page shares: the database engine, the signed-in user, the role check, the study picker, the
 rubric form and the item view.
 
-The browser session keeps only a random session token; who it belongs to, their role and whether the
-session is still open are read from the database on every page run (:func:`medhelm_core.accounts.auth.resolve_session`),
+The browser keeps only a random session token, in an HttpOnly cookie (:mod:`medhelm_core.accounts.session_cookie`;
+the tab's session state holds it too); who it belongs to, their role and whether the session is still open are
+read from the database on every page run (:func:`medhelm_core.accounts.auth.resolve_session`),
 so an expired or revoked session or a disabled account stops at once, and the role check in
 :func:`require_page` happens on the server for every page, not by hiding links. It reads the same table as
 the navigation (:data:`medhelm_core.accounts.roles.PAGE_ROLES`).
@@ -28,7 +29,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from medhelm_core.accounts import auth
+from medhelm_core.accounts import auth, session_cookie
 from medhelm_core.accounts.auth import Principal
 from medhelm_core.accounts.roles import may_open
 from medhelm_core.db.engine import shared_engine, transaction
@@ -44,6 +45,9 @@ if TYPE_CHECKING:  # the figures load altair and the statistics: only the Agreem
     from medhelm_core.figures.drilldown import ItemDetail
 
 TOKEN_KEY = "session_token"
+#: session-state keys: the nonce of a sign-in to hand to the browser's cookie, and a sign-out whose cookie to clear
+CLAIM_KEY = "session_claim"
+END_KEY = "session_end"
 SIGN_IN = "Please sign in."
 NOT_YOUR_PAGE = "Your account cannot open this page."
 
@@ -76,11 +80,34 @@ def sign_in(username: str, password: str) -> str | None:
     """Try to sign in; returns None on success, else the message to show."""
     # The engine, not a transaction: auth.sign_in counts the attempt, checks the password with no connection
     # held, then records the outcome. st.context.ip_address keys the per-client back-off (None in tests).
-    result = auth.sign_in(engine(), username.strip(), password, client=st.context.ip_address)
+    result = auth.sign_in(engine(), username.strip(), password, client=st.context.ip_address,
+                          browser_token=browser_token())
+    return _signed_in(result)
+
+
+def _signed_in(result: auth.SignInResult) -> str | None:
+    """Keep a new session in this tab, and its nonce for :func:`hand_session_to_browser`; the refusal if any."""
     if result.token is None:
         return result.message
     st.session_state[TOKEN_KEY] = result.token
+    if result.claim_nonce is not None:
+        st.session_state[CLAIM_KEY] = result.claim_nonce
     return None
+
+
+def browser_token() -> str | None:
+    """The browser's session cookie as this page run sees it (from the WebSocket's request), if any."""
+    return session_cookie.browser_token(st.context.cookies, st.context.url)
+
+
+def hand_session_to_browser() -> None:
+    """Right after a sign-in (or a sign-out), have the browser claim the session for its cookie (or clear the
+    cookie), then reload: a constant script of ours, holding only the claim's nonce, never a token."""
+    nonce = st.session_state.pop(CLAIM_KEY, None)
+    if nonce is not None:
+        st.html(session_cookie.claim_script(nonce), unsafe_allow_javascript=True)
+    if st.session_state.pop(END_KEY, False):
+        st.html(session_cookie.end_script(), unsafe_allow_javascript=True)
 
 
 def sso_configured() -> bool:
@@ -94,32 +121,38 @@ def sso_configured() -> bool:
 def sign_in_with_identity_provider() -> str | None:
     """After ``st.login`` came back: map the provider's identity to our account; None on success."""
     with transaction(engine()) as session:
-        result = auth.sign_in_external(session, st.user.get("sub"), st.user.get("email"))
-    if result.token is None:
-        return result.message
-    st.session_state[TOKEN_KEY] = result.token
-    return None
+        result = auth.sign_in_external(session, st.user.get("sub"), st.user.get("email"),
+                                       browser_token=browser_token())
+    return _signed_in(result)
 
 
 def sign_out() -> None:
-    """Close the session on the server and forget its token."""
+    """Close the session on the server and forget its token; the next run clears the browser's cookie."""
     token = st.session_state.pop(TOKEN_KEY, None)
+    st.session_state.pop(CLAIM_KEY, None)
+    cookie = browser_token()
     with transaction(engine()) as session:
         auth.sign_out(session, token)
+        if cookie is not None and cookie != token:
+            auth.sign_out(session, cookie)
+    if cookie is not None:
+        st.session_state[END_KEY] = True
     if sso_configured() and st.user.is_logged_in:
         st.logout()
 
 
 def current_user() -> Principal | None:
-    """The signed-in user, or None when nobody is signed in or the session is no longer open."""
-    token = st.session_state.get(TOKEN_KEY)
-    if token is None:
-        return None
-    with transaction(engine()) as session:
-        who = auth.resolve_session(session, token)
-    if who is None:
-        st.session_state.pop(TOKEN_KEY, None)
-    return who
+    """The signed-in user, or None when nobody is signed in or the session is no longer open: the tab's token,
+    else the browser's cookie (a reload, a bookmark, a new tab), each checked against the database."""
+    tab, cookie = st.session_state.get(TOKEN_KEY), browser_token()
+    for token in dict.fromkeys(t for t in (tab, cookie) if t):
+        with transaction(engine()) as session:
+            who = auth.resolve_session(session, token)
+        if who is not None:
+            st.session_state[TOKEN_KEY] = token
+            return who
+    st.session_state.pop(TOKEN_KEY, None)
+    return None
 
 
 def admit(page: str, *, token: str | None = None, eng: Engine | None = None) -> Principal:

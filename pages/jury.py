@@ -14,6 +14,7 @@ from sqlmodel import Session
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import VerdictStatus
 from medhelm_core.errors import MedhelmError
+from medhelm_core.frames import usable_run_ids
 from medhelm_core.jury import background
 from medhelm_core.jury.config import DEFAULT_CONCURRENCY, DEFAULT_MAX_TOKENS, JuryConfig, judges_from_text
 from medhelm_core.jury.overview import criterion_note, run_choices, run_progress, runs_table
@@ -105,7 +106,8 @@ concurrency = int(cols[1].number_input("Concurrency per judge", 1, 256, DEFAULT_
 max_tokens = int(cols[2].number_input("Max output tokens", 16, 32768, DEFAULT_MAX_TOKENS))
 timeout = float(cols[3].number_input("Timeout per call (s)", 1.0, 3600.0, 120.0))
 key_env = st.text_input("Key variable (optional)", help="Name of the environment variable or root-level secret "
-                        "holding the key; by default the provider's (OPENAI_API_KEY, ANTHROPIC_API_KEY ...).")
+                        "holding the key; by default the provider's (OPENAI_API_KEY, ANTHROPIC_API_KEY ...). A judge "
+                        "with its own API base (a local server) needs none.")
 config: JuryConfig | None = None
 if judge_text.strip():
     try:
@@ -128,22 +130,34 @@ if judge_text.strip():
 
 with Session(eng) as session:
     runs = runs_table(session, study)
+    usable = usable_run_ids(session, study)
 if runs.empty:
     st.info("This study has no jury runs yet.")
     st.stop()
 
 st.subheader("Runs")
+# Runs that failed or stopped before any verdict survived are hidden unless asked for (the one just started stays).
+failed_runs = runs[~runs["run"].isin(usable) & (runs["run"] != st.session_state.get("jury_run"))]
+if not failed_runs.empty and not st.toggle(f"Show failed runs ({len(failed_runs)})", key="jury_show_failed",
+                                           help="Runs with no surviving verdict: failed, or stopped before any."):
+    runs = runs[~runs["run"].isin(failed_runs["run"])]
+if runs.empty:
+    st.info("Every run of this study failed: turn on the switch above to see them and their errors.")
+    st.stop()
 st.dataframe(runs, hide_index=True, width="stretch")
 labels = run_choices(runs)
 default = next((i for i, rid in enumerate(labels.values()) if rid == st.session_state.get("jury_run")), 0)
 run_id = labels[st.selectbox("Run", list(labels), index=default)]
 with Session(eng) as session:
-    active = run_progress(session, run_id).active
+    # Watched while the stored status says a worker has the run, even when its heartbeat is late and it reads
+    # "interrupted": under load a live worker can be silent for seconds, then finish (the page used to stop watching
+    # at the first "interrupted" and stayed there while the CLI said "finished").
+    watching = run_progress(session, run_id).may_change
 
 
 # The buttons below live in a fragment, whose re-runs skip the page's require_page: session_checked checks the
 # session again at every re-run, so a disabled account's Resume calls no judge.
-@st.fragment(run_every=1.0 if active else None)
+@st.fragment(run_every=1.0 if watching else None)
 @session_checked("jury")
 def progress() -> None:
     with Session(eng) as session:
@@ -170,9 +184,13 @@ def progress() -> None:
         if st.button("Stop", key="stop_run", disabled=status == "stopping"):
             background.stop_run(eng, run_id)
             st.rerun()
-    elif active:
+    elif watching and not shown.may_change:
         st.rerun()  # it just ended: redraw the whole page with its results
     else:
+        if shown.silent_seconds is not None:
+            st.caption(f"No heartbeat from the run's worker for {shown.silent_seconds:.0f} s: it is busy, or it "
+                       "stopped without saying so (a crash, a closed terminal). This page keeps watching; resuming "
+                       "takes the run over.")
         resume = current.calls_done < planned and st.button(
             "Resume", key="resume_run", help="Carry on where it stopped; nothing done is asked again.")
         retry = current.calls_failed > 0 and st.button(

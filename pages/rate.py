@@ -1,12 +1,19 @@
-"""Rate: a clinician works through their queue, one item at a time.
+"""Rate: a clinician works through their queue, one item per screen, for hours at a time.
 
-Model text is drawn with st.text (plain text, never markdown or HTML). Every submission is written in one
-transaction with a request id, so a double click or a rerun never writes twice; a refused submission keeps
+At 1280x800 the item and the rubric fit one screen: the request and the response scroll in boxes of their own
+on the left, the rubric's form stays beside them on the right. Keys do what clicks do (1-5, Enter, J/K; see
+:mod:`pages.components.rate_keys`). A new item starts at the top. An item can be skipped with a reason (not a
+rating); the study's instructions and the rubric's anchors are one click away; an empty queue says so.
+
+The model's output is drawn as safe markdown by default (:func:`~medhelm_core.text.safe_markdown`: its lists
+and bold stay, nothing loads, links or runs), or as plain text with one toggle. Every submission is written in
+one transaction with a request id, so a double click or a rerun never writes twice; a refused submission keeps
 what was filled in (the form's widgets keep their values).
 """
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 
@@ -14,38 +21,112 @@ import streamlit as st
 from sqlmodel import Session
 
 from medhelm_core.db.engine import transaction
-from medhelm_core.db.models import RatingFlag
+from medhelm_core.db.models import RatingFlag, SkipReason
 from medhelm_core.errors import DatabaseError, MedhelmError
 from medhelm_core.rating import queue as rq
+from medhelm_core.rubric import CriterionSpec
 from medhelm_core.studies import get_study_by_id
-from medhelm_core.text import markdown_literal
-from pages.common import criterion_inputs, engine, require_page, session_checked, show_item_texts
+from medhelm_core.text import DIRECTION_NOTE, has_direction_controls, markdown_literal, safe_markdown
+from pages.common import engine, require_page, session_checked, show_text
+from pages.components.rate_keys import KEYS, NEXT, PREVIOUS, SUBMIT, form_key, rating_keys
 
 FLAGS = {"": "No flag", **{f.value: f.value.replace("_", " ").capitalize() for f in RatingFlag}}
+#: the height of the two text boxes together (px): what leaves the rubric and the buttons on a 800 px screen
+TEXT_BOXES = 536
+#: the page is laid out to fit one screen: less empty space above it than Streamlit's default
+STYLE = """<style>
+.block-container, [data-testid="stMainBlockContainer"] {padding: 2.4rem 1.5rem 1rem;}
+[class*="st-key-score_"] {width: 100% !important;}
+[class*="st-key-rate_form_"] [data-testid="stRadio"] {padding: 0.1rem 0.5rem 0; border-radius: 0.5rem;
+  border-left: 3px solid transparent; width: 100%;}
+[class*="st-key-rate_form_"] [data-testid="stRadio"]:focus-within {background: rgba(255, 75, 75, 0.07);
+  border-left-color: rgb(255, 75, 75);}
+[class*="st-key-rate_form_"] [data-testid="stCaptionContainer"] p {font-size: 0.78rem; line-height: 1.3;}
+[class*="st-key-rate_form_"] [data-testid="stCaptionContainer"] {margin-top: -0.9rem; padding-left: 0.7rem;}
+[class*="st-key-rate_text_"] p, [class*="st-key-rate_text_"] li {font-size: 0.95rem;}
+</style>"""
 
 who = require_page("rate")
-st.title("Rate")
+st.html(STYLE)
 
 with Session(engine()) as session:
     studies = rq.progress(session, who)
 if not studies:
+    st.title("Rate")
     st.info("No items are assigned to you yet. A researcher will assign items to your account.")
     st.stop()
 
-by_label = {f"{p.title or p.name}  ({p.done} of {p.assigned} done)": p for p in studies}
-chosen = by_label[
-    st.selectbox("Study", list(by_label), label_visibility="collapsed" if len(studies) == 1 else "visible")
-]
-st.progress(chosen.done / chosen.assigned if chosen.assigned else 0.0, text=f"{chosen.done} of {chosen.assigned} done")
+# The choice is kept by study id, and the labels never change while rating (no counts in them): a label that
+# changed on every submit sent the selectbox back to its first study.
+by_id = {p.study_id: p for p in studies}
+titles = {p.study_id: p.title or p.name for p in studies}
+if len(set(titles.values())) < len(titles):
+    titles = {p.study_id: f"{p.title or p.name} ({p.name})" for p in studies}
+if st.session_state.get("rate_study") not in by_id:
+    st.session_state["rate_study"] = next((p.study_id for p in studies if p.handled < p.assigned), studies[0].study_id)
+
+head_study, head_progress, head_help = st.columns([5, 4, 2], vertical_alignment="center")
+if len(studies) > 1:
+    study_id = head_study.selectbox("Study", list(by_id), format_func=titles.get, key="rate_study",
+                                    label_visibility="collapsed")
+else:
+    study_id = studies[0].study_id
+    head_study.markdown(f"**{markdown_literal(titles[study_id])}**")
+chosen = by_id[study_id]
+skipped_note = f" · {chosen.skipped} skipped" if chosen.skipped else ""
+head_progress.progress(chosen.handled / chosen.assigned if chosen.assigned else 0.0,
+                       text=f"{chosen.done} of {chosen.assigned} done{skipped_note}")
 
 with Session(engine()) as session:
-    study = get_study_by_id(session, chosen.study_id)
+    study = get_study_by_id(session, study_id)
     entries = rq.queue(session, who, study)
     rubric = rq.study_rubric(session, study)
+    instructions = study.instructions or study.description
 
-pos_key = f"position_{chosen.study_id}"
+
+def show_instructions() -> None:
+    """The study's instructions, the rubric with every anchor, and the keys."""
+    if instructions:
+        st.markdown(safe_markdown(instructions))
+    st.markdown(f"**Rubric: {markdown_literal(rubric.title or rubric.name)}**")
+    for criterion in rubric.criteria:
+        st.markdown(f"**{markdown_literal(criterion.label)}**: {markdown_literal(criterion.description)}")
+        anchors = sorted(criterion.anchors.items())
+        if anchors:
+            st.markdown("\n".join(f"- {level}: {markdown_literal(text)}" for level, text in anchors))
+    st.markdown("**Keys**")
+    st.markdown("\n".join(f"- {markdown_literal(key)}: {markdown_literal(action)}" for key, action in KEYS))
+
+
+with head_help.popover("Instructions", icon=":material/menu_book:", width="stretch"):
+    show_instructions()
+
+pos_key = f"position_{study_id}"
+revising_key = f"revising_{study_id}"
 if pos_key not in st.session_state or st.session_state[pos_key] >= len(entries):
     st.session_state[pos_key] = rq.first_open(entries)  # resume where they left off
+
+if not rq.all_done(entries):
+    st.session_state.pop(revising_key, None)  # new work came in: back to the open items
+elif not st.session_state.get(revising_key):
+    st.success(f"**All done.** You have rated {chosen.done} of the {chosen.assigned} items assigned to you in this "
+               f"study{f' and skipped {chosen.skipped}' if chosen.skipped else ''}. Thank you!")
+    waiting = [p for p in studies if p.handled < p.assigned]
+
+    @session_checked("rate")
+    def switch_to(other_id: int) -> None:
+        st.session_state["rate_study"] = other_id  # in a callback: the selectbox is not drawn yet
+
+    for other in waiting:
+        st.button(markdown_literal(f"Go on with {titles[other.study_id]}: {other.assigned - other.handled} items left"),
+                  key=f"rate_go_{other.study_id}", type="primary", on_click=switch_to, args=(other.study_id,))
+    if not waiting:
+        st.caption("Nothing else is waiting for you. A researcher may assign more items later.")
+    if st.button("Look over or revise my ratings", key="rate_revise"):
+        st.session_state[revising_key] = True
+        st.session_state[pos_key] = 0
+        st.rerun()
+    st.stop()
 
 
 @session_checked("rate")  # a callback runs before the page script, so before its require_page
@@ -53,14 +134,8 @@ def go(step: int) -> None:
     st.session_state[pos_key] = min(max(st.session_state[pos_key] + step, 0), len(entries) - 1)
 
 
-nav_prev, nav_label, nav_next = st.columns([1, 4, 1])
-nav_prev.button("← Previous", on_click=go, args=(-1,), disabled=st.session_state[pos_key] == 0, width="stretch")
-nav_next.button("Next →", on_click=go, args=(1,), disabled=st.session_state[pos_key] >= len(entries) - 1,
-                width="stretch")
 index = st.session_state[pos_key]
 entry = entries[index]
-nav_label.markdown(f"Item **{index + 1}** of {len(entries)}" + ("  ·  rated, you can revise it" if entry.rated else ""))
-
 with Session(engine()) as session:
     # A repeat (test-retest) looks like any other item; only its widget keys and its storage differ.
     item = rq.load_item(session, who, study, entry.item_id, retest=entry.retest)
@@ -70,45 +145,145 @@ slot = st.session_state.setdefault(f"slot_{item.item_id}_{entry.retest}", uuid.u
 shown_key = f"shown_{slot}"
 st.session_state.setdefault(shown_key, time.monotonic())
 
-left, right = st.columns([3, 2], gap="large")
+
+def box_height(text: str, chars_per_line: int = 68, line_px: int = 24) -> int:
+    """Roughly how tall ``text`` draws in the left column, in pixels."""
+    lines = sum(max(1, math.ceil(len(line) / chars_per_line)) for line in (text or "").splitlines() or [""])
+    return lines * line_px + 34
+
+
+def draw_text(text: str, plain: bool) -> None:
+    """Model text as safe markdown, or as plain text in the order stored."""
+    if plain:
+        show_text(text)
+        return
+    st.markdown(safe_markdown(text))
+    if has_direction_controls(text):
+        st.caption(DIRECTION_NOTE)
+
+
+left, right = st.columns([11, 9], gap="medium")
 with left:
+    nav_prev, nav_label, nav_next, nav_skip = st.columns([3, 4, 3, 3], vertical_alignment="center")
+    nav_prev.button("← Previous", key=PREVIOUS, on_click=go, args=(-1,), disabled=index == 0, width="stretch",
+                    help="K")
+    nav_next.button("Next →", key=NEXT, on_click=go, args=(1,), disabled=index >= len(entries) - 1, width="stretch",
+                    help="J")
+    state = "rated, you can revise it" if entry.rated else "skipped" if entry.skipped else ""
+    nav_label.markdown(f"Item **{index + 1}** of {len(entries)}" + (f"  \n:gray[{state}]" if state else ""))
     if not item.text_available:
         st.caption("The texts of this item were not imported (ids and scores only).")
-    show_item_texts(item.input_text, item.output_text, item.reference_text, output_label="Response to rate")
+    budget = TEXT_BOXES - (52 if item.reference_text is not None else 0)
+    request_height = min(max(box_height(item.input_text), 72), 190)
+    label_col, plain_col = st.columns([5, 2], vertical_alignment="bottom")
+    label_col.caption("Request")
+    plain = plain_col.toggle("Plain text", key="rate_plain_text")
+    with st.container(height=request_height, border=True, key=f"rate_text_request_{slot}"):
+        draw_text(item.input_text, plain)
+    st.caption("Response to rate")
+    with st.container(height=max(budget - request_height, 240), border=True, key=f"rate_text_response_{slot}"):
+        draw_text(item.output_text, plain)
+    if item.reference_text is not None:
+        with st.expander("Reference answer", expanded=False):
+            draw_text(item.reference_text, plain)
+
+
+def criterion_input(criterion: CriterionSpec, current: int | None, key: str) -> int | None:
+    """One horizontal radio over the criterion's scale with its anchors underneath (its description on hover)."""
+    levels = list(range(criterion.scale_min, criterion.scale_max + 1))
+    chosen = st.radio(markdown_literal(criterion.label), levels, horizontal=True, key=key,
+                      index=levels.index(current) if current in levels else None,
+                      help=markdown_literal(criterion.description) if criterion.description else None)
+    anchors = sorted(criterion.anchors.items())
+    if anchors:
+        st.caption("  \n".join(f"**{level}** {markdown_literal(text)}" for level, text in anchors))
+    return chosen
+
 
 with right:
     revision_tag = f"{slot}_{item.revision}"
-    with st.form(f"rating_{revision_tag}", clear_on_submit=False, enter_to_submit=False, border=True):
-        values = criterion_inputs(rubric.criteria, item.scores, f"score_{revision_tag}")
-        comment = st.text_area("Comment (optional)", value=item.comment, key=f"comment_{revision_tag}", height=80)
-        flag = st.selectbox("Flag", list(FLAGS), format_func=FLAGS.get, index=list(FLAGS).index(item.flag or ""),
-                            key=f"flag_{revision_tag}")
-        submitted = st.form_submit_button("Submit rating" if not entry.rated else "Save revision", type="primary",
-                                          width="stretch")
+    if item.skip_reason:
+        st.info(markdown_literal(f"You skipped this item: {rq.SKIP_REASONS.get(item.skip_reason, item.skip_reason)}"
+                                 + (f" ({item.skip_note})" if item.skip_note else "")
+                                 + ". Rate it to replace the skip."))
+    with st.container(key=form_key(slot)):
+        with st.form(f"rating_{revision_tag}", clear_on_submit=False, enter_to_submit=False, border=True):
+            values = {c.name: criterion_input(c, item.scores.get(c.name), f"score_{revision_tag}_{c.name}")
+                      for c in rubric.criteria}
+            note_col, flag_col = st.columns([3, 2])
+            comment = note_col.text_input("Comment (optional)", value=item.comment, key=f"comment_{revision_tag}",
+                                          max_chars=5000)
+            flag = flag_col.selectbox("Flag", list(FLAGS), format_func=FLAGS.get,
+                                      index=list(FLAGS).index(item.flag or ""), key=f"flag_{revision_tag}")
+            submitted = st.form_submit_button("Submit rating" if not entry.rated else "Save revision", type="primary",
+                                              width="stretch", key=SUBMIT, help="Enter")
+        st.caption("Keys: **1–5** score the highlighted criterion · **Enter** submits · **J**/**K** next/previous")
 
-    if submitted:
-        request_key = f"request_{revision_tag}"
-        request_id = st.session_state.setdefault(request_key, uuid.uuid4().hex)
-        try:
-            with transaction(engine()) as session:
-                rq.submit(
-                    session, who, get_study_by_id(session, chosen.study_id), item.item_id,
-                    {k: v for k, v in values.items() if v is not None},
-                    comment=comment, flag=flag or None, request_id=request_id,
-                    elapsed_seconds=time.monotonic() - st.session_state[shown_key], retest=entry.retest,
-                )
-        except DatabaseError:
-            # The request id is kept: if the write reached the database before the connection failed, the
-            # resubmission is recognised and saved once, not twice.
+    if not entry.rated:
+        with nav_skip.popover("Skip…", width="stretch", help="Skip this item with a reason (not a rating)"):
+            with st.form(f"skip_{revision_tag}", border=False):
+                reason = st.selectbox("Why do you skip it?", list(rq.SKIP_REASONS), format_func=rq.SKIP_REASONS.get,
+                                      index=list(rq.SKIP_REASONS).index(item.skip_reason) if item.skip_reason else None,
+                                      placeholder="Choose a reason", key=f"skip_reason_{revision_tag}")
+                skip_note = st.text_input("Note (needed for Other)", value=item.skip_note, max_chars=rq.MAX_SKIP_NOTE,
+                                          key=f"skip_note_{revision_tag}")
+                skip = st.form_submit_button("Skip, not rated", key="rate_skip")
+            st.caption("A skipped item is not a rating. Researchers see the reason; you can still rate it later.")
+    else:
+        skip = False
+
+rating_keys(slot)
+
+
+def move_on() -> None:
+    """After a submission or a skip: the next open item (or the all-done state), at the top of the page."""
+    st.session_state.pop(shown_key, None)
+    with Session(engine()) as session:
+        fresh = rq.queue(session, who, study)
+    st.session_state[pos_key] = rq.next_open(fresh, index)
+    st.rerun()
+
+
+if submitted:
+    request_key = f"request_{revision_tag}"
+    request_id = st.session_state.setdefault(request_key, uuid.uuid4().hex)
+    try:
+        with transaction(engine()) as session:
+            rq.submit(
+                session, who, get_study_by_id(session, study_id), item.item_id,
+                {k: v for k, v in values.items() if v is not None},
+                comment=comment, flag=flag or None, request_id=request_id,
+                elapsed_seconds=time.monotonic() - st.session_state[shown_key], retest=entry.retest,
+            )
+    except DatabaseError:
+        # The request id is kept: if the write reached the database before the connection failed, the
+        # resubmission is recognised and saved once, not twice.
+        with right:
             st.error("Could not save your rating: the database did not respond. Your answers are still in the "
                      "form; please press the button again to resubmit (it will not be saved twice).")
-        except MedhelmError as exc:
-            st.session_state.pop(request_key, None)
+    except MedhelmError as exc:
+        st.session_state.pop(request_key, None)
+        with right:
             st.error(markdown_literal(exc))
+    else:
+        st.toast("Rating saved")
+        move_on()
+
+if skip:
+    if reason is None:
+        with right:
+            st.error("Choose why you skip this item.")
+    else:
+        try:
+            with transaction(engine()) as session:
+                rq.skip(session, who, get_study_by_id(session, study_id), item.item_id, reason, skip_note,
+                        retest=entry.retest)
+        except DatabaseError:
+            with right:
+                st.error("Could not save the skip: the database did not respond. Please try again.")
+        except MedhelmError as exc:
+            with right:
+                st.error(markdown_literal(exc))
         else:
-            st.session_state.pop(shown_key, None)
-            with Session(engine()) as session:
-                fresh = rq.queue(session, who, study)
-            st.session_state[pos_key] = rq.next_open(fresh, index)
-            st.toast("Rating saved")
-            st.rerun()
+            st.toast(f"Skipped: {rq.SKIP_REASONS[SkipReason(reason)]}")
+            move_on()

@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from medhelm_core.agreement.planning import items_needed
+from medhelm_core.agreement.planning import plan_for_form
 from medhelm_core.db.engine import transaction
 from medhelm_core.errors import MedhelmError
 from medhelm_core.rating import gold
@@ -25,12 +25,14 @@ from medhelm_core.rating.assignment import (
     unrated_assignments,
 )
 from medhelm_core.rating.quality import study_rater_quality
+from medhelm_core.rating.where_uncertain import assign_where_uncertain
 from medhelm_core.studies import MAX_RETEST_SHARE, get_study_by_id, plan_progress, update_settings
 from medhelm_core.text import markdown_literal
 from pages.common import engine, pick_study, require_page
 
 who = require_page("raters")
 st.title("Raters")
+FLASH = "raters_flash"  # a message that must outlive the rerun that follows a change (st.success would not)
 
 study = pick_study()
 name = study.name
@@ -50,32 +52,39 @@ else:
 
 with st.expander("Study size: how many items for the confidence interval you want", expanded=not rows):
     st.caption(
-        "Zou (2012)'s design, computed exactly: a one-way ICC of single ratings with the F-based 95% CI. "
-        "MedHELM planned for an expected ICC of 0.75 with two raters and 80% assurance."
+        "Zou (2012)'s design, computed exactly from the F distribution, for the figure you will report. "
+        "MedHELM planned a one-way ICC(1) of single ratings for an expected 0.75 with two raters and 80% assurance."
     )
     saved = study.plan or {}
+    forms = {"headline": "the headline: ICC(C,k), the jury beside the mean clinician",
+             "icc1": "MedHELM's plan: one-way ICC(1) of one rating, every clinician"}
+    form = st.radio("Plan for", list(forms), format_func=forms.get, horizontal=True, key="plan_form",
+                    index=1 if saved.get("design") == "one-way" else 0)
     c1, c2, c3, c4 = st.columns(4)
-    target = c1.number_input("Expected ICC", 0.05, 0.95, float(saved.get("target_icc", 0.75)), 0.05)
-    per_item = c2.number_input("Raters per item", 2, 10, int(saved.get("raters", max(study.overlap, 2))))
+    target = c1.number_input(f"Expected {'ICC(C,k)' if form == 'headline' else 'ICC(1)'}", 0.05, 0.95,
+                             float(saved.get("target_icc", 0.75)), 0.05)
+    per_item = c2.number_input("Clinicians per item", 2, 10,
+                               int(saved.get("clinicians") or saved.get("raters", max(study.overlap, 2))))
     width = c3.number_input("CI width at most", 0.05, 0.9, float(saved.get("width") or 0.2), 0.05)
     sure = c4.number_input("Assurance", 0.5, 0.99, float(saved.get("assurance") or 0.8), 0.05)
     try:
-        plan = items_needed(float(target), int(per_item), width=float(width), assurance=float(sure))
+        plan = plan_for_form(form, float(target), int(per_item), width=float(width), assurance=float(sure))
     except MedhelmError as exc:
         st.error(markdown_literal(exc))
     else:
         with Session(engine()) as session:
-            progress = plan_progress(session, get_study_by_id(session, study.id), plan.raters)
+            progress = plan_progress(session, get_study_by_id(session, study.id), int(per_item))
         have = progress.items_in_study
         left, right = st.columns(2)
         left.metric("Items needed", plan.items, delta=f"{have - plan.items:+d} vs the {have} in this study",
                     delta_color="normal")  # short of the plan shows red
-        right.metric(f"Rated by {plan.raters}+ clinicians", progress.complete_items,
+        right.metric(f"Rated by {int(per_item)}+ clinicians", progress.complete_items,
                      delta=f"{progress.complete_items - plan.items:+d} vs the plan",
                      delta_color="normal" if progress.complete_items >= plan.items else "off")
         st.caption(plan.method + ". Gold items are not counted: they stay out of the agreement figures.")
         if st.button("Keep as this study's plan", key="save_plan",
-                     disabled=saved.get("items") == plan.items and saved.get("raters") == plan.raters):
+                     disabled=saved.get("items") == plan.items and saved.get("raters") == plan.raters
+                     and saved.get("design", "one-way") == plan.design):
             with transaction(engine()) as session:
                 update_settings(session, get_study_by_id(session, study.id), plan=plan, actor=who)
             st.rerun()
@@ -100,6 +109,26 @@ with st.expander("Checks: speed threshold and test-retest", expanded=False):
             st.error(markdown_literal(exc))
         else:
             st.toast("Checks saved")
+            st.rerun()
+
+with st.expander("Instructions for clinicians", expanded=False):
+    st.caption("What clinicians read under Instructions on the Rate page, above the rubric and its anchors "
+               "(markdown: lists and bold; nothing loads or links). Empty: the study's description is shown.")
+    saved_text = st.session_state.pop(f"{FLASH}_instructions", None)
+    if saved_text:
+        st.success(saved_text)
+    with st.form("instructions", border=False):
+        text = st.text_area("Instructions", value=study.instructions, height=160, key="study_instructions",
+                            label_visibility="collapsed")
+        keep_text = st.form_submit_button("Save instructions")
+    if keep_text:
+        try:
+            with transaction(engine()) as session:
+                update_settings(session, get_study_by_id(session, study.id), instructions=text, actor=who)
+        except MedhelmError as exc:
+            st.error(markdown_literal(exc))
+        else:
+            st.session_state[f"{FLASH}_instructions"] = "Instructions saved: clinicians see them on the Rate page."
             st.rerun()
 
 st.subheader("Rater quality")
@@ -164,6 +193,9 @@ with st.expander(f"Gold items ({quality.n_gold_items})", expanded=False):
             st.dataframe(gold.gold_ranges_frame(session, get_study_by_id(session, study.id)), hide_index=True)
 
 st.subheader("Assign")
+flash = st.session_state.pop(FLASH, None)
+if flash:
+    st.success(markdown_literal(flash))
 st.caption(
     "Each item goes to the chosen number of distinct clinicians; loads differ by at most one and pairs of "
     "clinicians share items as evenly as possible. Existing assignments are kept."
@@ -180,8 +212,34 @@ if go:
     except MedhelmError as exc:
         st.error(markdown_literal(exc))
     else:
-        st.success(f"{len(plan.new)} assignments added.")
+        people = len({user for _, user in plan.new})
+        st.session_state[FLASH] = (
+            f"{len(plan.new)} assignments added for {people} clinician{'s' if people != 1 else ''}; each item now "
+            f"goes to {int(overlap)} clinician{'s' if int(overlap) != 1 else ''}." if plan.new
+            else "Nothing to add: every item already goes to enough clinicians.")
         st.rerun()
+
+DRAWN = "raters_drawn"  # the "rate these next" result, shown after the rerun that follows it
+with st.expander("Rate these next: where the models' scores are least certain", expanded=DRAWN in st.session_state):
+    drawn_message = st.session_state.pop(DRAWN, None)
+    if drawn_message:
+        st.success(markdown_literal(drawn_message))
+    st.caption("Sends the next ratings to the models and benchmarks whose clinician-anchored intervals (Models page) "
+               "are widest. Items are drawn at random within each, with their drawing probability recorded so the "
+               "estimates stay valid, and come first in a clinician's queue (one who already has the item, else the "
+               "least loaded).")
+    with st.form("where_uncertain", border=False):
+        n_next = st.number_input("Ratings to send", min_value=1, max_value=10_000, value=10, key="where_uncertain_n")
+        send = st.form_submit_button("Rate these next")
+    if send:
+        try:
+            with transaction(engine()) as session:
+                drawn = assign_where_uncertain(session, get_study_by_id(session, study.id), int(n_next), actor=who)
+        except MedhelmError as exc:
+            st.error(markdown_literal(exc))
+        else:
+            st.session_state[DRAWN] = drawn.summary()
+            st.rerun()
 
 st.subheader("Reassign an unrated item")
 assigned_names = [r.username for r in rows]
@@ -206,4 +264,5 @@ if move:
     except MedhelmError as exc:
         st.error(markdown_literal(exc))
     else:
-        st.success(markdown_literal(f"{picked} moved from {source} to {target}."))
+        st.session_state[FLASH] = f"{picked} moved from {source} to {target}."
+        st.rerun()

@@ -15,3 +15,4 @@ def test_streamlit_telemetry_is_off_and_server_is_local():
     config = (REPO / ".streamlit" / "config.toml").read_text()
     assert "gatherUsageStats = false" in config
     assert 'address = "localhost"' in config
+    assert 'fileWatcherType = "none"' in config  # a deployed app is not watched (a .venv inside is 8,000 folders)

@@ -1,8 +1,15 @@
 """Sign-in, server-side sessions and back-off after repeated failures.
 
-A session is a random token held by the browser session (Streamlit's session state) and a hash of it
-stored in the database with an expiry. Every page run checks the token against the database, so an
-expired, revoked or disabled account stops at once, in every app process.
+A session is a random token held by the browser and a hash of it stored in the database with an expiry.
+Every page run checks the token against the database, so an expired, revoked or disabled account stops at
+once, in every app process.
+
+The browser keeps the token in an HttpOnly cookie (:mod:`medhelm_core.accounts.session_cookie`), so a reload,
+a bookmark or a new tab stays signed in. A sign-in never adopts the cookie the browser already holds: a
+session opened for a browser is stored under its cookie *and* a fresh nonce (:func:`pending_token`), which
+only the signing-in tab knows; the tab then claims it (:func:`claim_session`), which replaces the token with
+a new one that only the cookie carries. A token planted in a browser beforehand (a shared workstation, a
+cookie set by a sibling site) is therefore worth nothing, and neither is a nonce without the cookie.
 
 Guessing is limited twice over:
 
@@ -26,11 +33,13 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import re
 import secrets
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
@@ -167,10 +176,40 @@ _clients = ClientThrottle()
 
 @dataclass(frozen=True)
 class SignInResult:
-    """A session token on success; otherwise None and a message that is safe to show."""
+    """A session token on success; otherwise None and a message that is safe to show.
+
+    ``claim_nonce`` is set when the session was opened for the browser's cookie (``browser_token``): the
+    browser must then :func:`claim_session` it, sending its cookie with this nonce.
+    """
 
     token: str | None
     message: str = ""
+    claim_nonce: str | None = None
+
+
+#: what a browser cookie or a claim nonce may look like (``secrets.token_urlsafe`` output); anything else is
+#: not ours and is ignored
+TOKEN_SHAPE = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
+
+
+def pending_token(browser_token: str, nonce: str) -> str:
+    """The token of a session opened for the browser whose cookie holds ``browser_token``, before the browser
+    claimed it: neither the cookie nor the nonce alone is this token.
+
+    Examples
+    --------
+    >>> pending_token("cookie-value-0123456789", "nonce-value-0123456789")
+    'cookie-value-0123456789.nonce-value-0123456789'
+    """
+    return f"{browser_token}.{nonce}"
+
+
+@dataclass(frozen=True)
+class ClaimedSession:
+    """A session handed to a browser's cookie: its new token and when it ends."""
+
+    token: str
+    expires_at: datetime
 
 
 #: The one refusal: an unknown user, a wrong password, a disabled, locked or throttled account all read
@@ -189,7 +228,8 @@ class _Attempt:
 
 
 def sign_in(
-    db: Session | Engine, username: str, password: str, now: datetime | None = None, *, client: str | None = None
+    db: Session | Engine, username: str, password: str, now: datetime | None = None, *, client: str | None = None,
+    browser_token: str | None = None,
 ) -> SignInResult:
     """Check credentials and open a session; the token is kept client side only.
 
@@ -200,7 +240,8 @@ def sign_in(
     (scripts and tests), which then holds the account's row lock while the password is checked.
 
     ``client`` names who is asking (the browser's IP address, ``st.context.ip_address``) for the
-    per-client back-off; None skips it (the CLI, scripts).
+    per-client back-off; None skips it (the CLI, scripts). ``browser_token`` is the browser's session cookie,
+    if it has one: the session is then opened for that browser, to be claimed (:func:`claim_session`).
     A failure is returned, not raised, so that the failure count commits; its message is the same for
     every refusal (see :data:`WRONG_CREDENTIALS`).
     """
@@ -213,9 +254,9 @@ def sign_in(
             attempt = _admit(session, username, now, client)
         new_hash = _check(attempt, password)
         with transaction(db) as session:
-            return _record(session, attempt, new_hash, now)
+            return _record(session, attempt, new_hash, now, browser_token)
     attempt = _admit(db, username, now, client)
-    return _record(db, attempt, _check(attempt, password), now)
+    return _record(db, attempt, _check(attempt, password), now, browser_token)
 
 
 def _locked_row(session: Session, user_id: int) -> User | None:
@@ -255,7 +296,8 @@ def _check(attempt: _Attempt, password: str) -> str | None:
     return rehashed(attempt.password_hash, password) or attempt.password_hash
 
 
-def _record(session: Session, attempt: _Attempt, verified_hash: str | None, now: datetime) -> SignInResult:
+def _record(session: Session, attempt: _Attempt, verified_hash: str | None, now: datetime,
+            browser_token: str | None = None) -> SignInResult:
     """Open a session for a right password; a wrong one was already counted when it was admitted."""
     if verified_hash is None or attempt.user_id is None:
         return SignInResult(None, WRONG_CREDENTIALS)
@@ -267,18 +309,25 @@ def _record(session: Session, attempt: _Attempt, verified_hash: str | None, now:
     session.add(user)
     if attempt.client is not None:
         _clients.succeeded(attempt.client)
-    token = secrets.token_urlsafe(32)
-    session.add(AuthSession(token_hash=_hash(token), user_id=user.id, created_at=now,
+    return _open_session(session, user.id, now, browser_token)
+
+
+def _open_session(session: Session, user_id: int, now: datetime, browser_token: str | None) -> SignInResult:
+    """Store a new session of ``user_id``: for the browser's cookie (to be claimed) when it has a usable one."""
+    nonce = None
+    if browser_token is not None and TOKEN_SHAPE.match(browser_token):
+        nonce = secrets.token_urlsafe(32)
+        token = pending_token(browser_token, nonce)
+    else:
+        token = secrets.token_urlsafe(32)
+    session.add(AuthSession(token_hash=_hash(token), user_id=user_id, created_at=now,
                             expires_at=now + SESSION_LIFETIME, last_seen_at=now))
-    return SignInResult(token)
+    return SignInResult(token, claim_nonce=nonce)
 
 
-def resolve_session(session: Session, token: str | None, now: datetime | None = None) -> Principal | None:
-    """The principal for ``token`` if its session is open, unexpired, not idle too long and the account
-    is active; else None. Marks the session as seen."""
-    if not token:
-        return None
-    now = now or utcnow()
+def _open_row(session: Session, token: str, now: datetime) -> tuple[AuthSession, User] | None:
+    """The session row of ``token`` and its account, if the session is open, unexpired, not idle too long and
+    the account active."""
     row = session.exec(select(AuthSession).where(AuthSession.token_hash == _hash(token))).first()
     if row is None or row.revoked:
         return None
@@ -287,9 +336,49 @@ def resolve_session(session: Session, token: str | None, now: datetime | None = 
     user = session.get(User, row.user_id)
     if user is None or not user.is_active:
         return None
+    return row, user
+
+
+def resolve_session(session: Session, token: str | None, now: datetime | None = None) -> Principal | None:
+    """The principal for ``token`` if its session is open, unexpired, not idle too long and the account
+    is active; else None. Marks the session as seen."""
+    if not token:
+        return None
+    now = now or utcnow()
+    found = _open_row(session, token, now)
+    if found is None:
+        return None
+    row, user = found
     row.last_seen_at = now
     session.add(row)
     return Principal(user.id, user.username, user.display_name or user.username, user.role)
+
+
+def claim_session(session: Session, browser_token: str | None, nonce: str | None,
+                  now: datetime | None = None) -> ClaimedSession | None:
+    """Hand the session opened for a browser (:func:`sign_in` with ``browser_token``) to that browser's cookie:
+    its token is replaced by a new one, returned here to be set as the cookie. None (and nothing changes)
+    unless ``browser_token`` and ``nonce`` together name an open session.
+
+    The pending token stops working (the tab that signed in reloads and reads the cookie); a second claim
+    with the same cookie and nonce finds nothing.
+    """
+    if not browser_token or not nonce or not TOKEN_SHAPE.match(browser_token) or not TOKEN_SHAPE.match(nonce):
+        return None
+    now = now or utcnow()
+    pending = pending_token(browser_token, nonce)
+    found = _open_row(session, pending, now)
+    if found is None:
+        return None
+    row, _ = found
+    token = secrets.token_urlsafe(32)
+    # Only one claim can win: the row is replaced only while it still holds the pending token.
+    changed = session.exec(update(AuthSession)
+                           .where(AuthSession.id == row.id, AuthSession.token_hash == _hash(pending))
+                           .values(token_hash=_hash(token), last_seen_at=now))
+    if changed.rowcount != 1:
+        return None
+    return ClaimedSession(token, _aware(row.expires_at))
 
 
 def sign_out(session: Session, token: str | None) -> None:
@@ -309,14 +398,15 @@ NO_EXTERNAL_ACCOUNT = (
 
 
 def sign_in_external(
-    session: Session, subject: str | None, email: str | None, now: datetime | None = None
+    session: Session, subject: str | None, email: str | None, now: datetime | None = None, *,
+    browser_token: str | None = None,
 ) -> SignInResult:
     """Open a session for someone the identity provider (Streamlit's OIDC ``st.login``) vouched for.
 
     Single sign-on proves who someone is, not what they may do here, so the person must already have an
     active account: one whose ``meta["oidc_subject"]`` equals the provider's ``sub`` claim, or else whose
     username is their e-mail address (case-insensitive). Their role comes from that account. Nobody is
-    created on the fly.
+    created on the fly. ``browser_token`` is as for :func:`sign_in`.
     """
     now = now or utcnow()
     candidates = session.exec(select(User).where(User.is_active == True)).all()  # noqa: E712
@@ -327,7 +417,4 @@ def sign_in_external(
         user = next((u for u in candidates if u.username.lower() == email.strip().lower()), None)
     if user is None:
         return SignInResult(None, NO_EXTERNAL_ACCOUNT)
-    token = secrets.token_urlsafe(32)
-    session.add(AuthSession(token_hash=_hash(token), user_id=user.id, created_at=now,
-                            expires_at=now + SESSION_LIFETIME, last_seen_at=now))
-    return SignInResult(token)
+    return _open_session(session, user.id, now, browser_token)

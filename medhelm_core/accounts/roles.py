@@ -27,7 +27,10 @@ PAGE_ROLES: MappingProxyType[str, frozenset[Role]] = MappingProxyType({
     "metrics": _RESEARCH,
     "jury": _RESEARCH,
     "agreement": _RESEARCH,
+    "models": _RESEARCH,
+    "review": _RESEARCH,
     "adjudicate": frozenset({Role.admin, Role.researcher, Role.adjudicator}),
+    "admin": frozenset({Role.admin}),
 })
 
 

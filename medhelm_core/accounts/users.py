@@ -1,4 +1,8 @@
-"""Accounts: create, list, disable, and check a password.
+"""Accounts: create, list, change the role of, disable or enable, and check a password.
+
+Every change is audited as done by its ``actor`` (the CLI or the admin signed in on the Admin page), in the
+transaction that makes it. An account is never deleted (its ratings and audit trail refer to it), and the last
+active admin can be neither disabled nor given another role, so someone can always manage the accounts.
 
 Passwords are hashed with argon2id (argon2-cffi's defaults); the plain text is never stored or logged.
 What a password must be follows NIST SP 800-63B: at least 8 characters, up to 256 (NIST asks for at
@@ -15,11 +19,14 @@ import os
 import re
 import threading
 import unicodedata
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import lru_cache
 from importlib.resources import files
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import func
 from sqlmodel import Session, select
 
 from medhelm_core.db.audit import Actor, record_event
@@ -158,9 +165,56 @@ def set_password(session: Session, username: str, password: str, *, actor: Actor
     return user
 
 
-def disable_user(session: Session, username: str, *, actor: Actor = "cli") -> User:
-    """Disable an account: it can no longer sign in; its ratings stay. Audited as done by ``actor``."""
+def _actor_id(actor: Actor) -> int | None:
+    """The account id of ``actor`` when it is an account or a signed-in principal."""
+    return getattr(actor, "user_id", None) if not isinstance(actor, User) else actor.id
+
+
+def _keep_an_active_admin(session: Session, user: User) -> None:
+    """Refuse to take away the last active admin (disabled or given another role): nobody could manage accounts."""
+    if user.role != Role.admin.value or not user.is_active:
+        return
+    others = session.exec(select(User.id).where(User.role == Role.admin.value, User.is_active == True,  # noqa: E712
+                                                User.id != user.id)).first()
+    if others is None:
+        raise ValidationError(f"{user.username!r} is the last active admin: make another account admin first")
+
+
+def set_role(session: Session, username: str, role: str, *, actor: Actor = "cli") -> User:
+    """Give an account another role (it applies at the account's next page run, as roles are read afresh).
+    Audited as done by ``actor`` with the old and the new role; the same role again changes nothing."""
     user = get_user(session, username)
+    new_role = parse_role(role).value
+    if new_role == user.role:
+        return user
+    if new_role != Role.admin.value:
+        _keep_an_active_admin(session, user)
+    old_role, user.role = user.role, new_role
+    session.add(user)
+    record_event(session, AuditAction.user_role_changed, actor=actor, username=user.username, user_id=user.id,
+                 old_role=old_role, role=new_role)
+    return user
+
+
+def enable_user(session: Session, username: str, *, actor: Actor = "cli") -> User:
+    """Let a disabled account sign in again (with its password as it was). Audited as done by ``actor``."""
+    user = get_user(session, username)
+    if user.is_active:
+        return user
+    user.is_active = True
+    user.failed_logins, user.locked_until = 0, None
+    session.add(user)
+    record_event(session, AuditAction.user_enabled, actor=actor, username=user.username, user_id=user.id)
+    return user
+
+
+def disable_user(session: Session, username: str, *, actor: Actor = "cli") -> User:
+    """Disable an account: it can no longer sign in and its open sessions end at once; its ratings stay.
+    Nobody disables their own account, nor the last active admin. Audited as done by ``actor``."""
+    user = get_user(session, username)
+    if _actor_id(actor) == user.id:
+        raise ValidationError("you cannot disable your own account")
+    _keep_an_active_admin(session, user)
     user.is_active = False
     session.add(user)
     closed = revoke_user_sessions(session, user.id)
@@ -183,6 +237,44 @@ def revoke_user_sessions(session: Session, user_id: int) -> int:
 def list_users(session: Session) -> list[User]:
     """All accounts, by username."""
     return list(session.exec(select(User).order_by(User.username)).all())
+
+
+#: the audit actions of account changes (the Admin page's history)
+ACCOUNT_ACTIONS = (AuditAction.user_added, AuditAction.user_role_changed, AuditAction.user_password_changed,
+                   AuditAction.user_disabled, AuditAction.user_enabled)
+
+
+@dataclass(frozen=True)
+class AccountRow:
+    """One account as the Admin page lists it: never its password hash, only whether it has one."""
+
+    username: str
+    display_name: str
+    role: str
+    active: bool
+    has_password: bool
+    locked: bool
+    last_sign_in: datetime | None
+
+
+def account_rows(session: Session, now: datetime | None = None) -> list[AccountRow]:
+    """Every account by username, with whether it can sign in, is locked after failed sign-ins, and when it
+    last signed in (the start of its newest session)."""
+    now = now or datetime.now(UTC)
+    last = dict(session.exec(select(AuthSession.user_id, func.max(AuthSession.created_at))
+                             .group_by(AuthSession.user_id)).all())
+    rows = []
+    for user in list_users(session):
+        locked_until = _aware(user.locked_until)
+        seen = _aware(last.get(user.id))
+        rows.append(AccountRow(user.username, user.display_name, user.role, user.is_active,
+                               user.password_hash is not None, locked_until is not None and locked_until > now, seen))
+    return rows
+
+
+def _aware(when: datetime | None) -> datetime | None:
+    # SQLite returns naive datetimes; they were written in UTC.
+    return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
 
 
 def verify_credentials(session: Session, username: str, password: str) -> User | None:

@@ -93,10 +93,12 @@ def checked_scores(data: pd.DataFrame, targets: str, raters: str, ratings: str) 
 
 
 def scale_codes(values: ArrayLike, labels: Sequence[float]) -> tuple[NDArray[np.intp], int]:
-    """Scores rounded to the nearest level of the rating scale (half to even), as level codes 0..m-1.
+    """Scores rounded to the nearest level of the rating scale, as level codes 0..m-1.
 
-    Means of 1-5 ratings can be passed: rounding is how MedHELM's script put them on the scale. A score
-    that rounds off the scale is refused.
+    Integer scores (each criterion) are their own level. Means (a composite, a mean clinician, a jury mean)
+    fall between levels and are rounded half away from zero (:data:`ROUNDING_RULE`): 1.5 -> 2, 3.5 -> 4,
+    4.5 -> 5, the same rule at every level, where numpy's and pandas' half-to-even rounding (MedHELM's
+    script) sends 4.5 down to 4 and 3.5 up to 4. A score that rounds off the scale is refused.
 
     Parameters
     ----------
@@ -117,14 +119,33 @@ def scale_codes(values: ArrayLike, labels: Sequence[float]) -> tuple[NDArray[np.
     >>> from medhelm_core.agreement.contract import scale_codes
     >>> codes, m = scale_codes([1, 2.6, 4.5], (1, 2, 3, 4, 5))
     >>> codes.tolist(), m
-    ([0, 2, 3], 5)
+    ([0, 2, 4], 5)
     """
     levels = np.unique(np.asarray(list(labels), dtype=float))
-    x = np.rint(np.asarray(values, dtype=float))
+    x = round_half_away(values)
     off = np.setdiff1d(x, levels)
     if off.size:
         raise AgreementInputError(f"score(s) {off.tolist()} lie outside the rating scale {list(labels)}")
     return np.searchsorted(levels, x), int(levels.size)
+
+
+#: how scores between levels are put on the rating scale, in words for notes and reports
+ROUNDING_RULE = "means rounded to the nearest level, halves away from zero (1.5 to 2, 4.5 to 5)"
+
+
+def round_half_away(values: ArrayLike) -> NDArray[np.float64]:
+    """Round to the nearest integer, halves away from zero (a symmetric rule, unlike numpy's half to even).
+
+    Means are first rounded to 9 decimals, so that a half computed as 4.4999999999 counts as a half.
+
+    Examples
+    --------
+    >>> from medhelm_core.agreement.contract import round_half_away
+    >>> round_half_away([1.5, 2.5, 3.5, 4.5, 13 / 6 + 14 / 6 - 0.5, -1.5]).tolist()
+    [2.0, 3.0, 4.0, 5.0, 4.0, -2.0]
+    """
+    x = np.round(np.asarray(values, dtype=float), 9)
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
 def on_scale(values: ArrayLike, labels: Sequence[float]) -> bool:

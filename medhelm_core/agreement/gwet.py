@@ -101,7 +101,7 @@ def category_counts(
 ) -> tuple[Float, int]:
     """Items x categories counts r_ik from a long table or an items x raters matrix (NaN = missing).
 
-    Scores are rounded to the nearest integer first (half to even, like :func:`weighted_kappa`) and
+    Scores are rounded to the nearest integer first (halves away from zero, like :func:`weighted_kappa`) and
     must lie on ``labels``. Items nobody rated are dropped.
 
     Parameters

@@ -116,20 +116,28 @@ def icc_from_sums_of_squares(ss: dict[str, Float]) -> dict[str, Float]:
     msc = ss["ssc"] / (k - 1)
     mse = ss["sse"] / ((n - 1) * (k - 1))
     msw = (ss["ssc"] + ss["sse"]) / (n * (k - 1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = {
-            "ICC1": (msr - msw) / (msr + (k - 1) * msw),
-            "ICC2": (msr - mse) / (msr + (k - 1) * mse + k * (msc - mse) / n),
-            "ICC3": (msr - mse) / (msr + (k - 1) * mse),
-            "ICC1k": (msr - msw) / msr,
-            "ICC2k": (msr - mse) / (msr + (msc - mse) / n),
-            "ICC3k": (msr - mse) / msr,
-        }
+    denominators = {
+        "ICC1": msr + (k - 1) * msw,
+        "ICC2": msr + (k - 1) * mse + k * (msc - mse) / n,
+        "ICC3": msr + (k - 1) * mse,
+        "ICC1k": msr,
+        "ICC2k": msr + (msc - mse) / n,
+        "ICC3k": msr,
+    }
+    numerators = {"ICC1": msr - msw, "ICC1k": msr - msw}
+    # Every mean square is a variance, so a denominator is undefined when it is not clearly positive: the
+    # absolute-agreement ones (msc - mse) / n can cancel msr exactly, and dividing by that rounding residue
+    # gave +-1e16 where the ICC is undefined.
+    scale = np.maximum(np.abs(msr) + np.abs(msc) + np.abs(mse) + np.abs(msw), 1e-300)
     # Rounding can leave a tiny positive mean square where the true one is zero.
     flat = ss["ssr"] <= 1e-12 * np.maximum(ss["sst"], 1e-300)
-    for name in ICC_TYPES:
-        value = np.where(np.isfinite(out[name]) & ~flat, out[name], np.nan)
-        out[name] = value
+    out: dict[str, Float] = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for name in ICC_TYPES:
+            denominator = denominators[name]
+            value = numerators.get(name, msr - mse) / denominator
+            defined = np.isfinite(value) & ~flat & (denominator > 1e-12 * scale)
+            out[name] = np.where(defined, value, np.nan)
     out.update(msr=msr, msc=msc, mse=mse, msw=msw)
     return out
 
@@ -158,15 +166,33 @@ def _f_intervals(
         f2l = stats.f.ppf(1 - a / 2, v, df1)
         l2 = n * (msr - f2u * mse) / (f2u * (k * msc + (k * n - k - n) * mse) + n * msr)
         u2 = n * (f2l * msr - mse) / (k * msc + (k * n - k - n) * mse + n * f2l * msr)
-        return {
+        # Satterthwaite's df is a ratio of squares that can vanish or overflow when the rater means differ
+        # less than chance; its bounds are then rounding noise (they reached -2.7e9), not an interval.
+        usable = np.isfinite(v) & (v > 0)
+        l2, u2 = np.where(usable, l2, np.nan), np.where(usable, u2, np.nan)
+        single = {
             # (F - 1) / (F + k - 1), written so that perfect agreement (F = inf) gives 1, not NaN.
             "ICC1": ((1 - 1 / f1l) / (1 + (k - 1) / f1l), (1 - 1 / f1u) / (1 + (k - 1) / f1u)),
             "ICC2": (l2, u2),
             "ICC3": ((1 - 1 / f3l) / (1 + (k - 1) / f3l), (1 - 1 / f3u) / (1 + (k - 1) / f3u)),
+        }
+        average = {
             "ICC1k": (1 - 1 / f1l, 1 - 1 / f1u),
             "ICC2k": (l2 * k / (1 + l2 * (k - 1)), u2 * k / (1 + u2 * (k - 1))),
             "ICC3k": (1 - 1 / f3l, 1 - 1 / f3u),
         }
+    floor = -1 / (k - 1)
+    out: dict[str, tuple[Float, Float]] = {}
+    for name, (low, high) in single.items():
+        # A single-rater ICC lies in [-1/(k-1), 1]; a bound outside it is no bound.
+        bounds = [np.where(np.isfinite(b) & (b >= floor - 1e-9) & (b <= 1 + 1e-9), b, np.nan) for b in (low, high)]
+        out[name] = (bounds[0], bounds[1])
+        # The mean of k raters is k b / (1 + (k - 1) b) of the single rater's b: undefined where b sits on
+        # -1/(k-1) (it gave -1e16), so that bound is NaN, not a huge number.
+        inside = [b > floor + 1e-9 for b in bounds]
+        avg = average[name + "k"]
+        out[name + "k"] = (np.where(inside[0], avg[0], np.nan), np.where(inside[1], avg[1], np.nan))
+    return out
 
 
 def _empty_records(n: int, k: int, note: str) -> list[dict[str, object]]:
@@ -231,6 +257,7 @@ def icc_records(arr: Float, confidence: float = 0.95) -> list[dict[str, object]]
     for t in ICC_TYPES:
         one_way = t.startswith("ICC1")
         f_val, df2, pval = (f_one, df_w, p_one) if one_way else (f_two, df_e, p_two)
+        low, high = float(cis[t][0]), float(cis[t][1])
         rows.append(
             {
                 "type": t,
@@ -240,14 +267,94 @@ def icc_records(arr: Float, confidence: float = 0.95) -> list[dict[str, object]]
                 "df1": n - 1,
                 "df2": df2,
                 "pval": pval,
-                "ci_low": float(cis[t][0]),
-                "ci_high": float(cis[t][1]),
+                "ci_low": low,
+                "ci_high": high,
                 "n_items": n,
                 "n_raters": k,
-                "note": "",
+                "note": undefined_note(float(iccs[t]), low, high),
             }
         )
     return rows
+
+
+def undefined_note(icc: float, low: float, high: float) -> str:
+    """Why an ICC or a bound of its interval is NaN (empty when all three are numbers).
+
+    Examples
+    --------
+    >>> from medhelm_core.agreement.icc import undefined_note
+    >>> undefined_note(0.5, float("nan"), 0.9)
+    'lower bound undefined: the F bound falls outside the range of the ICC'
+    """
+    if np.isnan(icc):
+        return "undefined: its denominator (a sum of variance estimates) is not positive"
+    missing = [name for name, v in (("lower", low), ("upper", high)) if np.isnan(v)]
+    if not missing:
+        return ""
+    which = " and ".join(missing)
+    return f"{which} bound{'s' if len(missing) > 1 else ''} undefined: the F bound falls outside the range of the ICC"
+
+
+def sums_of_squares_batch(x: ArrayLike) -> dict[str, Float]:
+    """Two-way ANOVA sums of squares of a batch of complete items x raters matrices, one per leading index.
+
+    What a simulation needs (thousands of studies at once); :func:`weighted_sums_of_squares` is the same
+    ANOVA for item-weighted copies of one matrix.
+
+    Parameters
+    ----------
+    x : array_like of shape (R, n, k)
+        R complete items x raters matrices.
+
+    Returns
+    -------
+    dict of ndarray of shape (R,)
+        As :func:`weighted_sums_of_squares`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from medhelm_core.agreement.icc import sums_of_squares_batch
+    >>> x = np.array([[[1.0, 2.0], [3.0, 5.0], [4.0, 4.0]]])
+    >>> round(float(sums_of_squares_batch(x)["ssr"][0]), 6)
+    8.333333
+    """
+    arr = np.asarray(x, dtype=float)
+    _, n, k = arr.shape
+    xc = arr - arr.mean(axis=(1, 2), keepdims=True)
+    sst = (xc**2).sum(axis=(1, 2))
+    ssr = k * (xc.mean(axis=2) ** 2).sum(axis=1)
+    ssc = n * (xc.mean(axis=1) ** 2).sum(axis=1)
+    sse = np.maximum(sst - ssr - ssc, 0.0)
+    return {"ssr": ssr, "ssc": ssc, "sse": sse, "sst": sst, "n": np.float64(n), "k": np.float64(k)}
+
+
+def f_intervals(ss: dict[str, Float], confidence: float = 0.95) -> dict[str, tuple[Float, Float]]:
+    """The F-based intervals of the six ICCs for a batch of ANOVAs (NaN where a bound is undefined).
+
+    Parameters
+    ----------
+    ss : dict
+        As returned by :func:`sums_of_squares_batch` or :func:`weighted_sums_of_squares`.
+    confidence : float
+        Confidence level.
+
+    Returns
+    -------
+    dict of (ndarray, ndarray)
+        Lower and upper bounds per ICC type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from medhelm_core.agreement.icc import f_intervals, sums_of_squares_batch
+    >>> x = np.array([[[1.0, 2.0], [3.0, 5.0], [4.0, 4.0], [2.0, 2.0]]])
+    >>> low, high = f_intervals(sums_of_squares_batch(x))["ICC3k"]
+    >>> bool(low[0] < 0.867 < high[0])
+    True
+    """
+    res = icc_from_sums_of_squares(ss)
+    return _f_intervals(res, {t: res[t] for t in ICC_TYPES}, int(ss["n"]), int(ss["k"]), confidence)
 
 
 def icc_matrix(x: ArrayLike, confidence: float = 0.95) -> pd.DataFrame:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from medhelm_core.agreement.contract import COMPOSITE, MIN_ITEMS, require_columns
 from medhelm_core.agreement.icc import icc_records
+from medhelm_core.agreement.intervals import absolute_agreement_interval
 from medhelm_core.agreement.kappa import weighted_kappa
 from medhelm_core.errors import AgreementInputError
 
@@ -80,8 +81,14 @@ def _summary(first: np.ndarray, repeat: np.ndarray, labels: Sequence[int], integ
     if n < MIN_ITEMS:
         row["note"] = f"fewer than {MIN_ITEMS} repeats (n={n})"
         return row
-    icc = next(r for r in icc_records(np.column_stack([first, repeat])) if r["type"] == "ICC2")
-    row.update(icc_a1=icc["icc"], ci_low=icc["ci_low"], ci_high=icc["ci_high"], note=str(icc["note"]))
+    pair = np.column_stack([first, repeat])
+    icc = next(r for r in icc_records(pair) if r["type"] == "ICC2")
+    row.update(icc_a1=icc["icc"], note=str(icc["note"]))
+    if not np.isnan(float(icc["icc"])):  # type: ignore[arg-type]
+        # The two occasions are these two occasions (fixed raters): the generalized interval covers 94-96%
+        # where McGraw & Wong's F interval, which treats a drift between occasions as random, covers 100%.
+        low, high = absolute_agreement_interval(pair, "fixed")["ICC2"]
+        row.update(ci_low=low, ci_high=high)
     if integral:
         row["kappa_qw"] = weighted_kappa(first, repeat, labels=labels)
     return row
@@ -110,7 +117,8 @@ def intra_rater_agreement(
     pandas.DataFrame
         Columns ``INTRA_COLUMNS``: ``clinician`` (and ``"all clinicians"`` pooling every pair),
         ``criterion`` (``composite`` first), ``n_pairs``, ``exact`` and ``within_one`` (shares of pairs),
-        ``mean_abs_diff``, ``icc_a1`` with its F interval ``ci_low``/``ci_high``, ``kappa_qw`` and
+        ``mean_abs_diff``, ``icc_a1`` with its generalized interval (occasions fixed) ``ci_low``/``ci_high``,
+        ``kappa_qw`` and
         ``note`` (why a figure is missing).
 
     Raises

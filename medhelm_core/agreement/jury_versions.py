@@ -20,7 +20,6 @@ import pandas as pd
 
 from medhelm_core.agreement.bootstrap import bootstrap_distribution, check_bootstrap
 from medhelm_core.agreement.contract import COMPOSITE, MIN_ITEMS, rater_scores, require_columns, validate_long
-from medhelm_core.agreement.interpret import koo_li_reading
 from medhelm_core.agreement.pairs import pair_agreement, zscore_within
 from medhelm_core.agreement.scopes import chosen_benchmarks, clinician_criteria
 from medhelm_core.errors import AgreementInputError
@@ -158,7 +157,8 @@ def _criterion_rows(
             "spearman_rho": float(f_row["spearman_rho"]),
             "n_items": len(common),
             "n_items_run": len(own[r]),
-            "reading": koo_li_reading(float(f_row["estimate"])),
+            # ICC(C,k) of two z-scored sides is 2r / (1 + r): Koo & Li's bands were not written for it.
+            "reading": "",
             "note": "; ".join(p for p in (note, extra) if p),
         }
     base_row, base_draws = results[base], draws[base]
@@ -242,7 +242,7 @@ def version_agreement(
         ``diff`` (ICC minus the baseline's; 0 for the baseline), ``diff_ci_low``/``diff_ci_high`` (paired
         bootstrap; NaN for the baseline), ``diff_ci_method``, ``change`` (``higher`` or ``lower`` when the
         difference's interval excludes 0, ``no clear change`` when it does not, empty for the baseline),
-        ``reading`` (Koo & Li) and ``note``.
+        ``reading`` (empty: Koo & Li do not apply to ICC(C,k) of z-scored sides) and ``note``.
 
     Raises
     ------

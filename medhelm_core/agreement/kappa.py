@@ -23,7 +23,7 @@ UNDEFINED = "expected disagreement"
 def paired_codes(
     a: ArrayLike, b: ArrayLike, labels: Sequence[float]
 ) -> tuple[NDArray[np.intp], NDArray[np.intp], int]:
-    """Two raters' paired scores as level codes of the rating scale (rounded half to even), and the level count.
+    """Two raters' paired scores as level codes of the scale (means rounded half away from zero), and the level count.
 
     Examples
     --------
@@ -61,8 +61,9 @@ def weighted_kappa(
 ) -> float:
     """Cohen's kappa between two raters' integer scores, quadratic-weighted by default.
 
-    Both sets of scores are rounded to the nearest integer first (half to even, as numpy and pandas
-    round, which is what MedHELM's script did), so means of 1-5 ratings can be passed directly.
+    Integer scores (a criterion) are used as they are; means (a composite, a mean clinician) are rounded
+    to the nearest level first, halves away from zero (4.5 to 5, 3.5 to 4; see
+    :func:`~medhelm_core.agreement.contract.scale_codes`), not half to even as MedHELM's script did.
 
     Parameters
     ----------

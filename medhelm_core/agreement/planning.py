@@ -33,6 +33,12 @@ integral over the F density:
   ``n = 1 + 2 k (z_{1-alpha} + z_{assurance})^2 / ((k - 1) ln(theta / theta0)^2)``
   (:func:`zou_lower_bound_items`).
 
+The same algebra plans the two-way consistency ICC(C,1) and ICC(C,k) that the headline reports (the same
+k raters on every item, e.g. the jury beside the mean clinician: ``design="two-way consistency"``): there
+``MSR / MSE`` is distributed as ``theta * F(n - 1, (n - 1)(k - 1))`` with the same ``theta`` whatever the
+raters' own levels (McGraw & Wong 1996), so only the error degrees of freedom change. The tests check the
+plans against simulated studies of both designs.
+
 The required ``n`` is the smallest number of items from which the criterion holds for every larger
 ``n`` checked. The widths are of the untruncated interval (the lower limit is not clipped at 0).
 
@@ -49,6 +55,7 @@ Searle, S. R. (1971). Linear Models. Wiley, section 9.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -61,6 +68,18 @@ from medhelm_core.errors import PlanningError
 
 Float = NDArray[np.float64]
 MEASURES: tuple[str, ...] = ("single", "average")
+#: the designs planned exactly: the one-way ICC(1) (raters differ by item: every clinician) and the two-way
+#: consistency ICC(C,·) that the headline reports (the same raters on every item: a jury beside the mean
+#: clinician, a pair). Absolute agreement ICC(A,·) has no exact F distribution; it is not planned here.
+DESIGNS: tuple[str, ...] = ("one-way", "two-way consistency")
+#: what a study may plan for, by name: ``icc1`` is MedHELM's own plan (one-way ICC(1) of one rating, every
+#: clinician; the ``raters`` are clinicians per item), ``headline`` the figure the Agreement page leads with
+#: (two-way consistency ICC(C,2) of the jury beside the mean clinician: two sides on every item, whatever the
+#: number of clinicians behind the mean). Each maps to ``(design, measure, sides)``; sides None means ``raters``.
+PLAN_FORMS: dict[str, tuple[str, str, int | None]] = {
+    "icc1": ("one-way", "single", None),
+    "headline": ("two-way consistency", "average", 2),
+}
 PLAN_COLUMNS: tuple[str, ...] = tuple(
     "target_icc raters measure criterion width lower_bound confidence assurance items expected_width "
     "achieved_assurance bonett_items".split()
@@ -82,7 +101,8 @@ class PlanResult:
     and ``assurance``; ``expected_width`` is E[W] of the two-sided interval with that many items and
     ``achieved_assurance`` the probability that the width is at most ``width`` (or that the lower bound
     exceeds ``lower_bound``). ``target_icc`` is on the scale of ``measure`` (``"single"``: ICC(1),
-    ``"average"``: ICC(1,k)); ``method`` is one sentence for the report.
+    ``"average"``: ICC(1,k)) and of ``design`` (one of :data:`DESIGNS`); ``method`` is one sentence for the
+    report.
     """
 
     items: int
@@ -97,6 +117,10 @@ class PlanResult:
     expected_width: float
     achieved_assurance: float
     method: str
+    design: str = "one-way"
+    #: clinicians per item the study asks for, where it differs from ``raters`` (the headline's two sides are
+    #: the jury and the mean of this many clinicians); progress counts items rated by this many
+    clinicians: int | None = None
 
 
 @dataclass(frozen=True)
@@ -113,11 +137,13 @@ class WidthDistribution:
     measure: str
     confidence: float
     expected: float
+    design: str = "one-way"
 
     def cdf(self, width: float) -> float:
         """P(W <= width)."""
         return float(
-            _width_cdf(np.array([self.items]), self._rho1, self.raters, self.confidence, self.measure, width)[0]
+            _width_cdf(np.array([self.items]), self._rho1, self.raters, self.confidence, self.measure, width,
+                       self.design)[0]
         )
 
     def quantile(self, probability: float) -> float:
@@ -141,8 +167,11 @@ def _theta(rho1: float, k: int) -> float:
     return (1 + (k - 1) * rho1) / (1 - rho1)
 
 
-def _f_bounds(n: Float, k: int, confidence: float) -> tuple[Float, Float, Float, Float]:
-    nu1, nu2 = n - 1.0, n * (k - 1.0)
+def _f_bounds(n: Float, k: int, confidence: float, design: str = "one-way") -> tuple[Float, Float, Float, Float]:
+    # One-way: MSB / MSW on (n - 1, n (k - 1)) df. Two-way consistency: MSR / MSE on (n - 1, (n - 1)(k - 1)),
+    # distributed as theta F with the same theta (rater means are removed, not counted as error).
+    nu1 = n - 1.0
+    nu2 = n * (k - 1.0) if design == "one-way" else (n - 1.0) * (k - 1.0)
     alpha = 1 - confidence
     return nu1, nu2, stats.f.ppf(alpha / 2, nu1, nu2), stats.f.ppf(1 - alpha / 2, nu1, nu2)
 
@@ -151,8 +180,8 @@ def _width_at(x: Float, f_lo: Float, f_hi: Float, k: int) -> Float:
     return k / (x / f_hi + k - 1) - k / (x / f_lo + k - 1)
 
 
-def _expected_width(n: Float, rho1: float, k: int, confidence: float, measure: str) -> Float:
-    nu1, nu2, f_lo, f_hi = _f_bounds(n, k, confidence)
+def _expected_width(n: Float, rho1: float, k: int, confidence: float, measure: str, design: str = "one-way") -> Float:
+    nu1, nu2, f_lo, f_hi = _f_bounds(n, k, confidence, design)
     theta = _theta(rho1, k)
     if measure == "average":
         with np.errstate(divide="ignore"):
@@ -162,8 +191,10 @@ def _expected_width(n: Float, rho1: float, k: int, confidence: float, measure: s
     return w @ _GL_W
 
 
-def _width_cdf(n: Float, rho1: float, k: int, confidence: float, measure: str, width: float) -> Float:
-    nu1, nu2, f_lo, f_hi = _f_bounds(n, k, confidence)
+def _width_cdf(
+    n: Float, rho1: float, k: int, confidence: float, measure: str, width: float, design: str = "one-way"
+) -> Float:
+    nu1, nu2, f_lo, f_hi = _f_bounds(n, k, confidence, design)
     theta = _theta(rho1, k)
     if measure == "average":
         return stats.f.sf((f_hi - f_lo) / (width * theta), nu1, nu2)
@@ -179,9 +210,11 @@ def _width_cdf(n: Float, rho1: float, k: int, confidence: float, measure: str, w
     return np.where(peak <= width, 1.0, inside)
 
 
-def _lower_bound_power(n: Float, rho1: float, rho0_1: float, k: int, confidence: float) -> Float:
+def _lower_bound_power(
+    n: Float, rho1: float, rho0_1: float, k: int, confidence: float, design: str = "one-way"
+) -> Float:
     # One-sided bound: the 1 - alpha quantile, which is the two-sided bound of level 1 - 2 alpha.
-    nu1, nu2, _, f_hi = _f_bounds(n, k, 2 * confidence - 1)
+    nu1, nu2, _, f_hi = _f_bounds(n, k, 2 * confidence - 1, design)
     return stats.f.sf(_theta(rho0_1, k) * f_hi / _theta(rho1, k), nu1, nu2)
 
 
@@ -256,7 +289,13 @@ def zou_lower_bound_items(
     return float(1 + 2 * k * z**2 / ((k - 1) * np.log(ratio) ** 2))
 
 
-def _check(target_icc: float, raters: int, confidence: float, measure: str) -> None:
+def _check(target_icc: float, raters: int, confidence: float, measure: str, design: str = "one-way") -> None:
+    if design not in DESIGNS:
+        raise PlanningError(
+            f"design {design!r} unknown; use one of {', '.join(DESIGNS)} (absolute agreement, ICC(A,k), has no "
+            "exact distribution to plan from: plan its consistency form, which needs no more items when raters agree "
+            "in level)"
+        )
     if measure not in MEASURES:
         raise PlanningError(f"measure {measure!r} unknown; use one of {', '.join(MEASURES)}")
     if not isinstance(raters, int | np.integer) or raters < 2:
@@ -268,7 +307,12 @@ def _check(target_icc: float, raters: int, confidence: float, measure: str) -> N
 
 
 def ci_width_distribution(
-    items: int, target_icc: float, raters: int, confidence: float = 0.95, measure: str = "single"
+    items: int,
+    target_icc: float,
+    raters: int,
+    confidence: float = 0.95,
+    measure: str = "single",
+    design: str = "one-way",
 ) -> WidthDistribution:
     """The exact distribution of the ICC confidence interval's width for ``items`` items.
 
@@ -301,12 +345,12 @@ def ci_width_distribution(
     >>> round(d.expected, 3) < round(d.quantile(0.8), 3)
     True
     """
-    _check(target_icc, raters, confidence, measure)
+    _check(target_icc, raters, confidence, measure, design)
     if items < 3:
         raise PlanningError(f"the ICC interval needs at least 3 items, got {items}")
     rho1 = _single_icc(target_icc, raters, measure)
-    expected = float(_expected_width(np.array([float(items)]), rho1, raters, confidence, measure)[0])
-    return WidthDistribution(int(items), int(raters), float(target_icc), measure, float(confidence), expected)
+    expected = float(_expected_width(np.array([float(items)]), rho1, raters, confidence, measure, design)[0])
+    return WidthDistribution(int(items), int(raters), float(target_icc), measure, float(confidence), expected, design)
 
 
 def items_needed(
@@ -318,6 +362,7 @@ def items_needed(
     confidence: float = 0.95,
     assurance: float | None = 0.8,
     measure: str = "single",
+    design: str = "one-way",
 ) -> PlanResult:
     """Number of items needed to estimate an ICC with a given interval width or lower bound.
 
@@ -346,7 +391,12 @@ def items_needed(
     assurance : float or None
         Probability of meeting the goal (required for ``lower_bound``).
     measure : {"single", "average"}
-        ICC(1) of one rating (Zou's case) or ICC(1,k) of the mean of the k ratings.
+        One rating (ICC(1), ICC(C,1); Zou's case) or the mean of the k ratings (ICC(1,k), ICC(C,k)).
+    design : {"one-way", "two-way consistency"}
+        The form the study reports: ``one-way`` for raters that differ by item (ICC(1) over every
+        clinician), ``two-way consistency`` for the same k raters on every item (the headline's ICC(C,k) of
+        the jury beside the mean clinician: ``raters=2, measure="average"``). Same formulas, with the error
+        on (n - 1)(k - 1) degrees of freedom instead of n (k - 1).
 
     Returns
     -------
@@ -365,7 +415,7 @@ def items_needed(
     >>> plan.items, round(plan.achieved_assurance, 3)
     (98, 0.807)
     """
-    _check(target_icc, raters, confidence, measure)
+    _check(target_icc, raters, confidence, measure, design)
     if (width is None) == (lower_bound is None):
         raise PlanningError("give exactly one of width (a CI width) or lower_bound (a value to exceed)")
     if assurance is not None and not 0 < assurance < 1:
@@ -380,12 +430,12 @@ def items_needed(
             criterion = "expected width"
 
             def met(n: Float) -> Float:
-                return _expected_width(n, rho1, k, confidence, measure) <= width
+                return _expected_width(n, rho1, k, confidence, measure, design) <= width
         else:
             criterion = "width with assurance"
 
             def met(n: Float) -> Float:
-                return _width_cdf(n, rho1, k, confidence, measure, width) >= assurance
+                return _width_cdf(n, rho1, k, confidence, measure, width, design) >= assurance
     else:
         assert lower_bound is not None
         if assurance is None:
@@ -396,20 +446,25 @@ def items_needed(
         rho0 = _single_icc(lower_bound, k, measure)
 
         def met(n: Float) -> Float:
-            return _lower_bound_power(n, rho1, rho0, k, confidence) >= assurance
+            return _lower_bound_power(n, rho1, rho0, k, confidence, design) >= assurance
 
     n = _smallest_n(met)
     n_arr = np.array([float(n)])
-    expected = float(_expected_width(n_arr, rho1, k, confidence, measure)[0])
+    expected = float(_expected_width(n_arr, rho1, k, confidence, measure, design)[0])
     if lower_bound is not None:
-        achieved = float(_lower_bound_power(n_arr, rho1, _single_icc(lower_bound, k, measure), k, confidence)[0])
+        achieved = float(
+            _lower_bound_power(n_arr, rho1, _single_icc(lower_bound, k, measure), k, confidence, design)[0]
+        )
     else:
         assert width is not None
-        achieved = float(_width_cdf(n_arr, rho1, k, confidence, measure, width)[0])
-    form = "ICC(1)" if measure == "single" else f"ICC(1,{k})"
+        achieved = float(_width_cdf(n_arr, rho1, k, confidence, measure, width, design)[0])
+    one_way = design == "one-way"
+    form = ("ICC(1)" if one_way else "ICC(C,1)") if measure == "single" else (f"ICC(1,{k})" if one_way else
+                                                                              f"ICC(C,{k})")
     interval = f"one-sided {confidence:.0%} lower bound" if lower_bound is not None else f"{confidence:.0%} interval"
     method = (
-        f"Zou (2012) design, computed exactly: one-way random-effects {form}, {k} ratings per item, "
+        f"Zou (2012) design, computed exactly: {'one-way random-effects' if one_way else 'two-way consistency'} "
+        f"{form}, {k} ratings per item, "
         f"exact F-based {interval}; {criterion}"
     )
     return PlanResult(
@@ -425,6 +480,7 @@ def items_needed(
         expected_width=expected,
         achieved_assurance=achieved,
         method=method,
+        design=design,
     )
 
 
@@ -455,6 +511,7 @@ def plan_table(
     confidence: float = 0.95,
     assurance: float | None = 0.8,
     measure: str = "single",
+    design: str = "one-way",
 ) -> pd.DataFrame:
     """Items needed over a small grid of expected ICCs, raters per item and CI widths.
 
@@ -466,7 +523,7 @@ def plan_table(
         Ratings per item.
     widths : sequence of float
         Desired full CI widths.
-    confidence, assurance, measure
+    confidence, assurance, measure, design
         As for :func:`items_needed`.
 
     Returns
@@ -485,7 +542,27 @@ def plan_table(
     for rho in target_iccs:
         for k in raters:
             for w in widths:
-                p = items_needed(rho, k, width=w, confidence=confidence, assurance=assurance, measure=measure)
-                bonett = float(np.ceil(bonett_items(rho, k, w, confidence))) if measure == "single" else np.nan
+                p = items_needed(rho, k, width=w, confidence=confidence, assurance=assurance, measure=measure,
+                                 design=design)
+                bonett = (float(np.ceil(bonett_items(rho, k, w, confidence)))
+                          if measure == "single" and design == "one-way" else np.nan)
                 rows.append({c: getattr(p, c) for c in PLAN_COLUMNS if c != "bonett_items"} | {"bonett_items": bonett})
     return pd.DataFrame(rows, columns=list(PLAN_COLUMNS))
+
+
+def plan_for_form(form: str, target_icc: float, raters: int, **goal: float | None) -> PlanResult:
+    """:func:`items_needed` for the figure a study will report (a key of :data:`PLAN_FORMS`), so that the page
+    and the CLI plan the same form the same way; ``goal`` is ``width``/``lower_bound``/``confidence``/``assurance``.
+
+    Examples
+    --------
+    >>> plan_for_form("icc1", 0.75, 2, width=0.2, assurance=0.8).items  # MedHELM's plan
+    98
+    >>> plan_for_form("headline", 0.75, 3, width=0.2, assurance=0.8).design
+    'two-way consistency'
+    """
+    if form not in PLAN_FORMS:
+        raise PlanningError(f"plan form {form!r} unknown; use one of {', '.join(PLAN_FORMS)}")
+    design, measure, sides = PLAN_FORMS[form]
+    plan = items_needed(target_icc, sides or raters, measure=measure, design=design, **goal)
+    return dataclasses.replace(plan, clinicians=int(raters)) if sides else plan

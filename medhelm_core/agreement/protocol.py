@@ -6,9 +6,19 @@ mean clinician and the jury are each z-scored as one rater over their items; ICC
 interval; the clinician baseline is ICC(3,k) of the two clinicians sharing the most items, each z-scored
 over all their own ratings. On MedHELM's ratings this gives the paper's 0.474 (0.10 to 0.69).
 
-``protocol="full"`` keeps those comparisons and adds all six ICC forms, bootstrap intervals over items,
-and the designs that use every clinician (one-way ICC(1) with k0, Krippendorff's alpha, optionally each
-clinician against the others).
+Beside the one pair, both protocols give the clinicians' agreement from every clinician: the one-way
+ICC(1) over all overlapping clinicians (absolute agreement on the raw scale, F interval with k0) and the
+clinician ceiling (each clinician against the mean of the others, median and range).
+
+``protocol="full"`` adds, for every pair, absolute agreement on the raw scale, ICC(A,1) and ICC(A,k), with
+the generalized confidence interval (:mod:`medhelm_core.agreement.intervals`: raters drawn at random for
+two clinicians, fixed for the jury beside the mean clinician), ICC(C,1) beside ICC(C,k), Krippendorff's
+alpha, and optionally each clinician against the others. Bootstrap intervals over items are added only on
+request (``bootstrap="bca"``), for the consistency forms: they under-cover below about 100 items.
+
+Every row names its form in words (``form``); Koo & Li's readings are given only for the forms they were
+written for (reliability on the raw scale: ICC(A,·) and the one-way ICC(1)), not for ICC(C,k) of two
+z-scored "raters", which is 2r / (1 + r) of their correlation.
 """
 
 from __future__ import annotations
@@ -19,26 +29,32 @@ import numpy as np
 import pandas as pd
 
 from medhelm_core.agreement.bootstrap import check_bootstrap
-from medhelm_core.agreement.contract import on_scale, validate_long
-from medhelm_core.agreement.icc import ICC_TYPES
+from medhelm_core.agreement.contract import MIN_ITEMS, on_scale, validate_long
 from medhelm_core.agreement.incomplete import icc1_unbalanced, krippendorff_alpha, loco_from_scores
-from medhelm_core.agreement.interpret import koo_li_interval_reading, koo_li_reading
-from medhelm_core.agreement.pairs import zscore_within
+from medhelm_core.agreement.interpret import KOO_LI_METHODS, form_words, koo_li_interval_reading, koo_li_reading
+from medhelm_core.agreement.judges import CLINICIAN_CEILING, clinician_ceiling
+from medhelm_core.agreement.pairs import PAIR_FORMS, zscore_within
 from medhelm_core.agreement.scopes import ScopeScores, chosen_benchmarks, clinician_criteria, criterion_scopes
 from medhelm_core.errors import AgreementInputError
 
 PROTOCOLS: tuple[str, ...] = ("medhelm", "full")
 CLINICIAN_PAIR = "clinician-clinician"
+#: the clinicians' agreement from every overlapping clinician (one-way ICC(1), alpha)
+CLINICIANS_ALL = "all clinicians"
+#: the ``ci_method`` of the ceiling's interval column: the range over clinicians, not a confidence interval
+RANGE = "range over clinicians"
 TABLE_COLUMNS: tuple[str, ...] = (
     "comparison",
     "benchmark",
     "criterion",
     "method",
+    "form",
     "estimate",
     "ci_low",
     "ci_high",
     "ci_method",
     "n_items",
+    "n_available",
     "n_ratings",
     "n_raters",
     "pearson_r",
@@ -82,6 +98,69 @@ def comparison_name(rater_id: str, rater_kind: str, n_jury: int = 1) -> str:
     return f"{rater_id}-clinician"
 
 
+def _ceiling_rows(scope: ScopeScores, n_available: int, confidence: float, loco: bool) -> list[dict[str, object]]:
+    """The clinicians' own agreement from every clinician, beside the one pair: the one-way ICC(1) over all
+    overlapping clinicians (F interval) and each clinician against the mean of the others (median and range)."""
+    clin = scope.clinicians
+    rows: list[dict[str, object]] = []
+    one_way = icc1_unbalanced(clin, confidence=confidence).rename(columns={"type": "method", "icc": "estimate"})
+    one_way["method"] = one_way["method"] + "_unbalanced"
+    one_way["ci_method"] = "F"
+    for rec in one_way.to_dict("records"):
+        rec = {c: rec[c] for c in TABLE_COLUMNS if c in rec}
+        rows.append({"comparison": CLINICIANS_ALL, **rec, "n_available": n_available})
+    per = loco_from_scores(clin, confidence=confidence)
+    ceiling = clinician_ceiling(per)
+    defined = per[per["icc3k"].notna()]
+    used = tuple(sorted({i for items in defined["items_used"] for i in items}))
+    rows.append(
+        {
+            "comparison": CLINICIAN_CEILING,
+            "method": "ICC3k",
+            "estimate": ceiling.estimate,
+            "ci_low": ceiling.low,
+            "ci_high": ceiling.high,
+            "ci_method": RANGE,
+            "n_items": len(used),
+            "n_available": n_available,
+            "n_ratings": int(defined["n_ratings"].sum()) if len(defined) else 0,
+            "n_raters": ceiling.clinicians,
+            "pearson_r": float(defined["pearson_r"].median()) if len(defined) else np.nan,
+            "spearman_rho": float(defined["spearman_rho"].median()) if len(defined) else np.nan,
+            "note": (
+                f"median of {ceiling.clinicians} of {len(per)} clinicians, each against the others; the interval "
+                "is their range, not a confidence interval"
+                if ceiling.clinicians
+                else f"no clinician shares enough items with the others (fewer than {MIN_ITEMS} each)"
+            ),
+            "raters_used": tuple(defined["clinician"]),
+            "items_used": used,
+        }
+    )
+    if loco:
+        for rec in per.to_dict("records"):
+            rows.append(
+                {
+                    "comparison": f"clinician:{rec['clinician']}-other clinicians",
+                    "method": "ICC3k",
+                    "estimate": rec["icc3k"],
+                    "ci_low": rec["ci_low"],
+                    "ci_high": rec["ci_high"],
+                    "ci_method": "F",
+                    "n_items": rec["n_items"],
+                    "n_available": n_available,
+                    "n_ratings": rec["n_ratings"],
+                    "n_raters": rec["n_others"] + 1,
+                    "pearson_r": rec["pearson_r"],
+                    "spearman_rho": rec["spearman_rho"],
+                    "note": rec["note"],
+                    "raters_used": (rec["clinician"], *rec["others_used"]),
+                    "items_used": rec["items_used"],
+                }
+            )
+    return rows
+
+
 def _scope_rows(
     scope: ScopeScores,
     protocol: str,
@@ -94,7 +173,7 @@ def _scope_rows(
 ) -> list[dict[str, object]]:
     """Every comparison for one benchmark scope and one criterion."""
     full = protocol == "full"
-    forms = ICC_TYPES if full else ("ICC3k",)
+    forms = PAIR_FORMS if full else ("ICC3k",)
     boot = bootstrap if full else None
     pair_kwargs = {
         "icc_types": forms,
@@ -106,6 +185,9 @@ def _scope_rows(
     }
     names = scope.rater_names
     rows: list[dict[str, object]] = []
+    clin_items = scope.item[scope.clin_rows]
+    # Items a clinician-clinician figure could use: those at least two clinicians rated.
+    rated_twice = int((np.bincount(clin_items) >= 2).sum()) if clin_items.size else 0
 
     def add(records: list[dict[str, object]], comparison: str, extra: dict[str, object]) -> None:
         for rec in records:
@@ -121,6 +203,7 @@ def _scope_rows(
                 "estimate": np.nan,
                 "ci_method": "F",
                 "n_items": 0,
+                "n_available": rated_twice,
                 "n_ratings": 0,
                 "n_raters": 0,
                 "note": "no two clinicians share an item",
@@ -132,8 +215,9 @@ def _scope_rows(
         first_code, second_code, shared, ties = pair
         first, second = str(names[first_code]), str(names[second_code])
         a, b = scope.side(first_code), scope.side(second_code)
-        kappa = on_scale(a.scores, kappa_labels) and on_scale(b.scores, kappa_labels)
-        found = scope.pair(a, b, kappa=kappa, **pair_kwargs)
+        same = on_scale(a.scores, kappa_labels) and on_scale(b.scores, kappa_labels)
+        # Two clinicians stand for clinicians in general: their absolute agreement has raters drawn at random.
+        found = scope.pair(a, b, kappa=same, absolute=same, raters="random", **pair_kwargs)
         tie_note = f"; {ties} other pair(s) share as many items" if ties else ""
         note = f"pair {first} and {second}, {shared} shared items{tie_note}"
         n_ratings = int(a.n_ratings[found.in_a].sum() + b.n_ratings[found.in_b].sum())
@@ -143,39 +227,16 @@ def _scope_rows(
                 {
                     "comparison": CLINICIAN_PAIR,
                     **rec,
+                    "n_available": rated_twice,
                     "n_ratings": n_ratings,
                     "n_raters": 2,
                     "raters_used": (first, second),
                 }
             )
+    rows += _ceiling_rows(scope, rated_twice, confidence, loco and full)
     if full:
-        clin = scope.clinicians
-        one_way = icc1_unbalanced(clin).rename(columns={"type": "method", "icc": "estimate"})
-        one_way["method"] = one_way["method"] + "_unbalanced"
-        one_way["ci_method"] = "F"
-        add(one_way[[c for c in TABLE_COLUMNS if c in one_way.columns]].to_dict("records"), CLINICIAN_PAIR, {})
-        alpha = krippendorff_alpha(clin).assign(ci_low=np.nan, ci_high=np.nan, ci_method="none")
-        add(alpha.to_dict("records"), CLINICIAN_PAIR, {})
-        if loco:
-            for rec in loco_from_scores(clin, confidence=confidence).to_dict("records"):
-                rows.append(
-                    {
-                        "comparison": f"clinician:{rec['clinician']}-other clinicians",
-                        "method": "ICC3k",
-                        "estimate": rec["icc3k"],
-                        "ci_low": rec["ci_low"],
-                        "ci_high": rec["ci_high"],
-                        "ci_method": "F",
-                        "n_items": rec["n_items"],
-                        "n_ratings": rec["n_ratings"],
-                        "n_raters": rec["n_others"] + 1,
-                        "pearson_r": rec["pearson_r"],
-                        "spearman_rho": rec["spearman_rho"],
-                        "note": rec["note"],
-                        "raters_used": (rec["clinician"], *rec["others_used"]),
-                        "items_used": rec["items_used"],
-                    }
-                )
+        alpha = krippendorff_alpha(scope.clinicians).assign(ci_low=np.nan, ci_high=np.nan, ci_method="none")
+        add(alpha.to_dict("records"), CLINICIANS_ALL, {"n_available": rated_twice})
 
     clin_mean = scope.mean_clinician
     clin_mean_z = zscore_within(clin_mean.scores)
@@ -185,15 +246,17 @@ def _scope_rows(
     for code, kind in others:
         rater = str(names[code])
         mine = scope.side(code)
-        # Kappa needs both sides on the rating scale; a metric on 0-1 is not.
-        kappa = kind != "metric" and on_scale(mine.scores, kappa_labels) and clin_mean_on_scale
-        found = scope.pair(clin_mean, mine, kappa=kappa, a_z=clin_mean_z, **pair_kwargs)
+        # Kappa and absolute agreement need both sides on the rating scale; a metric on 0-1 is not.
+        same = kind != "metric" and on_scale(mine.scores, kappa_labels) and clin_mean_on_scale
+        # The jury (or judge) is the rater of interest beside the mean clinician: fixed raters.
+        found = scope.pair(clin_mean, mine, kappa=same, absolute=same, raters="fixed", a_z=clin_mean_z, **pair_kwargs)
         used_clin = scope.clinicians_on(found.shared)
         n_ratings = int(clin_mean.n_ratings[found.in_a].sum() + mine.n_ratings[found.in_b].sum())
         add(
             found.records,
             comparison_name(rater, kind, n_jury),
-            {"n_ratings": n_ratings, "n_raters": len(used_clin) + 1, "raters_used": (*used_clin, rater)},
+            {"n_available": len(clin_mean.items), "n_ratings": n_ratings, "n_raters": len(used_clin) + 1,
+             "raters_used": (*used_clin, rater)},
         )
     return rows
 
@@ -204,7 +267,7 @@ def agreement_table(
     benchmarks: Sequence[str] | None = None,
     criteria: Sequence[str] | None = None,
     *,
-    bootstrap: str = "bca",
+    bootstrap: str | None = None,
     n_resamples: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
@@ -222,14 +285,16 @@ def agreement_table(
     long : pandas.DataFrame
         Ratings in the long contract (see :mod:`medhelm_core.agreement`).
     protocol : {"medhelm", "full"}
-        ``medhelm``: ICC(3,k) on z-scored pairs with F intervals, exactly as the paper. ``full``: also
-        ICC1..ICC3k, bootstrap intervals, one-way ICC(1) over all clinicians, Krippendorff's alpha.
+        ``medhelm``: ICC(C,k) on z-scored pairs with F intervals, exactly as the paper, and the clinicians'
+        agreement from every clinician beside the pair. ``full``: also ICC(C,1), and ICC(A,1) and ICC(A,k)
+        on the raw scale with generalized intervals, and Krippendorff's alpha.
     benchmarks : sequence of str, optional
         Benchmarks to include and pool (default all). MedHELM's 0.474 pools aci_bench and medi_qa.
     criteria : sequence of str, optional
         Criteria of the composite and of the per-criterion rows (default all the clinicians used).
-    bootstrap : {"bca", "percentile"}
-        Bootstrap interval of the full protocol.
+    bootstrap : {"bca", "percentile"} or None
+        Full protocol only: add bootstrap intervals over items for the consistency forms (default none:
+        they under-cover below about 100 items; the F interval is exact).
     n_resamples, seed : int
         Bootstrap size and seed.
     confidence : float
@@ -237,16 +302,20 @@ def agreement_table(
     loco : bool
         Full protocol only: add each clinician against the mean of the others.
     kappa_labels : sequence of int
-        Rating scale for the quadratic-weighted kappa (on raw scores rounded to integers).
+        Rating scale for the quadratic-weighted kappa (criterion scores as they are; means rounded half away
+        from zero).
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``comparison``, ``benchmark``, ``criterion``, ``method`` (ICC3k, ..., ICC1_unbalanced,
-        alpha_interval, alpha_ordinal), ``estimate``, ``ci_low``, ``ci_high``, ``ci_method`` (F,
-        bootstrap-bca, none), ``n_items``, ``n_ratings``, ``n_raters``, ``pearson_r``, ``spearman_rho``,
-        ``kappa_qw``, ``reading`` and ``reading_ci`` (Koo & Li, ICC rows), ``note`` (which pair, why a
-        value is NaN), ``raters_used`` and ``items_used`` (sorted tuples).
+        Columns ``comparison`` (``clinician-clinician``, ``all clinicians``, ``clinician ceiling``,
+        ``jury-clinician`` ...), ``benchmark``, ``criterion``, ``method`` (ICC3k, ICC3, ICC2, ICC2k,
+        ICC1_unbalanced, ICC1k_unbalanced, alpha_interval, alpha_ordinal), ``form`` (the method in words),
+        ``estimate``, ``ci_low``, ``ci_high``, ``ci_method`` (F, GCI (raters fixed), GCI (raters random),
+        bootstrap-..., range over clinicians, none), ``n_items`` (used) and ``n_available`` (items the
+        comparison could have used), ``n_ratings``, ``n_raters``, ``pearson_r``, ``spearman_rho``,
+        ``kappa_qw``, ``reading`` and ``reading_ci`` (Koo & Li, only for raw-scale reliability forms),
+        ``note`` (which pair, why a value is NaN), ``raters_used`` and ``items_used`` (sorted tuples).
 
     Examples
     --------
@@ -260,7 +329,7 @@ def agreement_table(
     >>> long = pd.DataFrame(rows, columns=["item_id", "rater_id", "rater_kind", "criterion", "score"])
     >>> table = agreement_table(long.assign(benchmark="medi_qa"))
     >>> table.query("benchmark == 'pooled' and criterion == 'composite'")["comparison"].tolist()
-    ['clinician-clinician', 'jury-clinician']
+    ['clinician-clinician', 'all clinicians', 'all clinicians', 'clinician ceiling', 'jury-clinician']
     """
     if protocol not in PROTOCOLS:
         raise AgreementInputError(f"protocol {protocol!r} unknown; use one of {', '.join(PROTOCOLS)}")
@@ -269,7 +338,7 @@ def agreement_table(
     if clin.empty:
         raise AgreementInputError("there are no clinician ratings to compare with")
     rubric = clinician_criteria(clin, criteria)
-    if protocol == "full":
+    if protocol == "full" and bootstrap is not None:
         check_bootstrap(bootstrap)
     data = data.drop(columns="model", errors="ignore")  # not used here; one string column fewer to slice
     rows: list[dict[str, object]] = []
@@ -278,13 +347,17 @@ def agreement_table(
         for row in _scope_rows(scope, protocol, bootstrap, n_resamples, seed, confidence, loco, kappa_labels):
             rows.append({"benchmark": bench, "criterion": criterion, **row})
     table = pd.DataFrame(rows).reindex(columns=list(TABLE_COLUMNS))
-    is_icc = table["method"].str.startswith("ICC")
-    table["reading"] = [koo_li_reading(float(v)) if ok else "" for v, ok in zip(table["estimate"], is_icc, strict=True)]
+    table["form"] = [form_words(m, c) for m, c in zip(table["method"], table["comparison"], strict=True)]
+    # Koo & Li's bands are for reliability on the raw scale, not for ICC(C,k) of two z-scored "raters".
+    applies = table["method"].isin(KOO_LI_METHODS) & table["ci_method"].ne(RANGE)
+    table["reading"] = [
+        koo_li_reading(float(v)) if ok else "" for v, ok in zip(table["estimate"], applies, strict=True)
+    ]
     table["reading_ci"] = [
         koo_li_interval_reading(float(lo), float(hi)) if ok else ""
-        for lo, hi, ok in zip(table["ci_low"], table["ci_high"], is_icc, strict=True)
+        for lo, hi, ok in zip(table["ci_low"], table["ci_high"], applies, strict=True)
     ]
     table["note"] = table["note"].fillna("")
-    for col in ("n_items", "n_ratings", "n_raters"):
+    for col in ("n_items", "n_available", "n_ratings", "n_raters"):
         table[col] = table[col].fillna(0).astype(int)
     return table

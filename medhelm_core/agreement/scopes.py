@@ -214,15 +214,29 @@ class ScopeScores:
         rows = self.clin_rows[np.isin(self.item[self.clin_rows], items)]
         return tuple(self.rater_names[np.unique(self.rater[rows])].tolist())
 
-    def pair(self, a: Side, b: Side, *, kappa: bool, a_z: Floats | None = None, **kwargs: object) -> Pair:
+    def pair(
+        self,
+        a: Side,
+        b: Side,
+        *,
+        kappa: bool,
+        absolute: bool = False,
+        raters: str = "fixed",
+        a_z: Floats | None = None,
+        **kwargs: object,
+    ) -> Pair:
         """:func:`pair_records` for two sides: each z-scored over all its own scores, then the shared items.
 
-        ``a_z`` passes side ``a`` already z-scored (the mean clinician is set against every other rater).
+        ``a_z`` passes side ``a`` already z-scored (the mean clinician is set against every other rater);
+        ``absolute`` says both sides are on the rating scale, so absolute agreement is computed on the raw
+        scores (with ``raters`` ``fixed`` or ``random`` for its interval).
         """
         za = zscore_within(a.scores) if a_z is None else a_z
         zb = zscore_within(b.scores)
         shared, in_a, in_b = np.intersect1d(a.items, b.items, assume_unique=True, return_indices=True)
         items = tuple(self.item_names[shared].tolist())
         kappa_pairs = (a.scores[in_a], b.scores[in_b]) if kappa else None
-        records = pair_records(za[in_a], zb[in_b], items, kappa_pairs, **kwargs)  # type: ignore[arg-type]
+        raw = (a.scores[in_a], b.scores[in_b]) if absolute else None
+        records = pair_records(za[in_a], zb[in_b], items, kappa_pairs, raw=raw, raters=raters,
+                               **kwargs)  # type: ignore[arg-type]
         return Pair(records, shared, in_a, in_b)

@@ -11,14 +11,27 @@ import sys
 import click
 import typer
 
-from medhelm_core.cli import agreement, assign, audit, backup, data, demo, jury, metrics, quality, report, users
+from medhelm_core.cli import (
+    agreement,
+    assign,
+    audit,
+    backup,
+    data,
+    demo,
+    jury,
+    metrics,
+    models,
+    quality,
+    report,
+    users,
+)
 from medhelm_core.cli.common import app
 from medhelm_core.errors import MedhelmError
 
 __all__ = ["app", "main"]
 
 # Command modules register themselves on ``app`` when imported.
-_ = (agreement, assign, audit, backup, data, demo, jury, metrics, quality, report, users)
+_ = (agreement, assign, audit, backup, data, demo, jury, metrics, models, quality, report, users)
 
 
 def _click_classes(name: str) -> tuple[type[BaseException], ...]:

@@ -15,7 +15,7 @@ from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import RunSource, Study
 from medhelm_core.errors import InputFileError, NotFoundError, ValidationError
 from medhelm_core.format import number
-from medhelm_core.studies import get_study
+from medhelm_core.studies import agreement_view, get_study
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,11 +69,13 @@ def _jury_run_label(session: Session, study: Study, jury_run_id: int | None) -> 
 def agreement_cmd(
     ctx: typer.Context,
     study: str = typer.Argument(..., help="Study name."),
-    protocol: str = typer.Option(
-        "medhelm", "--protocol", "-p", help="medhelm (the paper's ICC(3,k) on z-scores) or full (every form)."
+    protocol: str | None = typer.Option(
+        None, "--protocol", "-p", help="medhelm (the paper's ICC(C,k) on z-scores) or full (adds ICC(A,1) and "
+        "ICC(A,k) on the raw scale); default: the study's saved view (as the Agreement page opens)."
     ),
     benchmarks: list[str] = typer.Option(
-        [], "--benchmark", "-b", help="Benchmark to include and pool (repeatable; default all)."
+        [], "--benchmark", "-b", help="Benchmark to include and pool (repeatable; default: the study's saved view, "
+        "else all)."
     ),
     criteria: list[str] = typer.Option(
         [], "--criterion", "-c", help="Criterion of the composite and of the rows (repeatable; default all)."
@@ -94,12 +96,12 @@ def agreement_cmd(
     With --versions: one row per jury run, MedHELM's ICC(3,k) on the items every run scored (pooled).
     Each run's change from --baseline gets a paired bootstrap interval; --criterion adds a block for each.
     """
-    if protocol not in PROTOCOL_NAMES:
+    if protocol is not None and protocol not in PROTOCOL_NAMES:
         raise ValidationError(f"--protocol {protocol!r} unknown; use one of {', '.join(PROTOCOL_NAMES)}")
     if resamples < 1:
         raise ValidationError(f"--resamples must be at least 1, got {resamples}")
     if versions:
-        if protocol != "medhelm":
+        if protocol not in (None, "medhelm"):
             raise ValidationError("--versions compares runs with MedHELM's protocol; leave out --protocol full")
         if jury_run is not None:
             raise ValidationError("--versions compares every jury run; leave out --jury-run")
@@ -112,6 +114,7 @@ def agreement_cmd(
 
     with transaction(engine_for(ctx)) as session:
         target = get_study(session, study)
+        protocol, benchmarks = agreement_view(target, protocol, benchmarks)
         jury_label = _jury_run_label(session, target, jury_run)
         long = scores_long_frame(session, target, jury_run)
     table = agreement_table(
@@ -133,7 +136,7 @@ def agreement_cmd(
         "estimate",
         "95% CI",
         "CI by",
-        "items",
+        "items (of)",
         "ratings",
         "raters",
         "r",
@@ -151,7 +154,7 @@ def agreement_cmd(
             number(r["estimate"]),
             _interval(r["ci_low"], r["ci_high"]),
             r["ci_method"],
-            str(r["n_items"]),
+            f"{r['n_items']} of {r['n_available']}" if r.get("n_available") else str(r["n_items"]),
             str(r["n_ratings"]),
             str(r["n_raters"]),
             number(r["pearson_r"]),
@@ -163,7 +166,11 @@ def agreement_cmd(
         for r in records
     ]
     right = [False] * 4 + [True, False, False, True, True, True, True, True, True, False, False]
-    legend = "reading after Koo & Li (2016): poor < 0.5, moderate 0.5-0.75, good 0.75-0.9, excellent > 0.9"
+    from medhelm_core.agreement.interpret import KOO_LI_REFERENCE, form_words
+
+    forms = "; ".join(f"{m} = {form_words(m)}" for m in dict.fromkeys(r["method"] for r in records))
+    legend = "\n".join([f"methods: {forms}", KOO_LI_REFERENCE,
+                        "items (of): items used, of those the comparison could have used; n/a: undefined (see note)"])
     emit(records, as_json, "\n".join([header, "", aligned(headers, rows, right), "", legend]))
 
 
@@ -174,6 +181,7 @@ def _versions(ctx: typer.Context, study: str, baseline: int | None, benchmarks: 
 
     with transaction(engine_for(ctx)) as session:
         target = get_study(session, study)
+        benchmarks = agreement_view(target, None, benchmarks)[1]
         inputs = load_version_inputs(session, target)
     if not inputs.runs:
         raise NotFoundError(f"study {study!r} has no jury run with verdicts to compare; run the jury first")

@@ -19,9 +19,20 @@ def assign_cmd(
         [], "--clinician", "-c",
         help="Only these clinicians (repeatable; default: every active clinician but the raters a ratings import "
              "recorded)."),
+    where_uncertain: int | None = typer.Option(
+        None, "--where-uncertain", metavar="N",
+        help="Instead: send the next N ratings to the models and benchmarks whose clinician-anchored intervals are "
+             "widest, items drawn at random within each (their probabilities recorded), first in the queues."),
+    jury_run: int | None = typer.Option(None, "--jury-run", help="With --where-uncertain: the jury run behind the "
+                                        "intervals (default: the newest with verdicts)."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Assign each item to OVERLAP distinct clinicians; loads differ by at most one, pairs spread evenly."""
+    """Assign each item to OVERLAP distinct clinicians; loads differ by at most one, pairs spread evenly.
+
+    With --where-uncertain N, assign the next N ratings where the models' scores are least certain instead."""
+    if where_uncertain is not None:
+        _where_uncertain(ctx, study, where_uncertain, clinicians, jury_run, as_json)
+        return
     with transaction(engine_for(ctx)) as session:
         plan = assign_balanced(session, get_study(session, study), overlap, clinicians or None)
         names = {u.id: u.username for u in study_clinicians(session, clinicians or None)}
@@ -40,3 +51,25 @@ def assign_cmd(
         f"{result['pairs_max']}"
     )
     emit(result, as_json, text)
+
+
+def _where_uncertain(ctx: typer.Context, study: str, n: int, clinicians: list[str], jury_run: int | None,
+                     as_json: bool) -> None:
+    from medhelm_core.figures.model_figures import json_records
+    from medhelm_core.format import number
+    from medhelm_core.rating.where_uncertain import assign_where_uncertain
+
+    with transaction(engine_for(ctx)) as session:
+        plan = assign_where_uncertain(session, get_study(session, study), n, clinicians or None, jury_run_id=jury_run)
+    given = plan.cells[plan.cells["n_next"] > 0] if not plan.cells.empty else plan.cells
+    result = {"study": study, "asked": n, "added": len(plan.new), "loads": plan.loads, "note": plan.note,
+              "cells": json_records(given[["model", "benchmark", "status", "n_rated", "n_available", "half_width",
+                                           "n_next", "draw_probability"]]) if not given.empty else []}
+    lines = [f"{len(plan.new)} of {n} ratings assigned where the clinician-anchored intervals are widest"
+             + (f" ({plan.note})" if plan.note else "")]
+    for cell in result["cells"]:
+        lines.append(f"  {cell['model']} on {cell['benchmark']}: {cell['n_next']} of {cell['n_available']} unrated "
+                     f"items drawn (probability {number(cell['draw_probability'], 3)}; half-width now "
+                     f"{number(cell['half_width'], 2)})")
+    lines.append("open load per clinician: " + ", ".join(f"{k} {v}" for k, v in plan.loads.items()))
+    emit(result, as_json, "\n".join(lines))

@@ -43,18 +43,27 @@ def import_cmd(
         None, "--max-bytes", help="Most data the import may read, e.g. 500MB (default: MEDHELM_IMPORT_MAX_BYTES "
         "or 100MB)."
     ),
+    judge_name: list[str] = typer.Option(
+        [], "--judge-name", help="Name a judge of HELM's jury annotations: KEY=NAME, e.g. "
+        "gpt=openai/gpt-4o-2024-05-13 (repeatable; default: the name in the run spec, else the key)."
+    ),
+    texts: Path | None = typer.Option(
+        None, "--texts", help="With --format medhelm-ratings: a CSV of the items' texts (dataset_name, instance_id, "
+        "model_key, question, answer)."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Import model outputs (HELM, JSONL, CSV, Parquet) or MedHELM ratings, all or nothing."""
-    from medhelm_core.importers import import_paths, parse_column_map
+    from medhelm_core.importers import import_paths, parse_column_map, parse_judge_names
 
     mapping = parse_column_map(column_map)
+    judges = parse_judge_names(judge_name)
     limits = import_limits(max_rows, max_bytes)
     rubric_spec = load_rubric_file(rubric) if rubric else None
     engine = engine_for(ctx)
     with transaction(engine) as session:
         target, created = get_or_create_study(session, study, rubric=rubric_spec, overlap=overlap)
-        report = import_paths(session, target, paths, fmt, mapping, limits=limits)
+        report = import_paths(session, target, paths, fmt, mapping, limits=limits, judge_names=judges, texts=texts)
     result = {"study": study, "study_created": created, **report.__dict__}
     lines = [
         f"study {study}{' (new)' if created else ''}: {report.items_created} items created, "
@@ -68,7 +77,12 @@ def import_cmd(
     if report.verdicts_written or report.verdicts_unchanged:
         lines.append(
             f"recorded jury scores: {report.verdicts_written} written, {report.verdicts_unchanged} unchanged"
+            + (f"; {report.verdicts_failed} verdicts hold no score (stored as failed with the reason, never scored)"
+               if report.verdicts_failed else "")
         )
+    if report.metric_scores_written or report.metric_scores_unchanged:
+        lines.append(f"recorded metric scores (HELM's own): {report.metric_scores_written} written, "
+                     f"{report.metric_scores_unchanged} unchanged")
     for reason, n in sorted(report.skipped.items()):
         lines.append(f"skipped {n}: {reason}")
     emit(result, as_json, "\n".join(lines))

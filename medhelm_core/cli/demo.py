@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +29,8 @@ def demo_cmd(
     """Seed the demo study, the MedHELM validation study and demo accounts (idempotent); start the app."""
     from medhelm_core.demo import DEMO_ACCOUNTS, seed_demo
 
+    if start:
+        check_port_free(port)
     url = ctx.obj["database_url"]
     report = seed_demo(engine_for(ctx, check_schema=False))
     lines = [f"database: {describe_url(url)}"]
@@ -47,9 +51,24 @@ def demo_cmd(
         run_app(url, port)
 
 
+def check_port_free(port: int) -> None:
+    """Refuse a port something already listens on (on any of localhost's addresses), before anything starts."""
+    for family, kind, proto, _, address in socket.getaddrinfo("localhost", port, type=socket.SOCK_STREAM):
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does: TIME_WAIT is free
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise MedhelmError(f"port {port} on localhost is in use (another app, or a demo already "
+                                       "running): stop it, or start on another port with --port, e.g. "
+                                       f"--port {port + 1}") from None
+
+
 def run_app(url: str, port: int) -> None:
-    """Run ``streamlit run app.py`` against ``url`` until interrupted (telemetry off, localhost only)."""
-    app_file = REPO / "app.py"
+    """Run ``streamlit run serve.py`` (the app with its session cookie) against ``url`` until interrupted (telemetry
+    off, localhost only); an app that stops on its own with an error is an error here too."""
+    app_file = REPO / "serve.py"
     if not app_file.is_file():
         raise MedhelmError(f"cannot find the app at {app_file}; run from a clone of the repository")
     env = {**os.environ, "MEDHELM_DATABASE_URL": url}
@@ -64,8 +83,9 @@ def run_app(url: str, port: int) -> None:
     app_process = subprocess.Popen(cmd, cwd=REPO, env=env)
     # Stopping `medhelm demo` (Ctrl-C or SIGTERM) stops the app too, rather than leaving it running.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    code = 0
     try:
-        app_process.wait()
+        code = app_process.wait()
     except KeyboardInterrupt:
         pass
     finally:
@@ -75,3 +95,5 @@ def run_app(url: str, port: int) -> None:
                 app_process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 app_process.kill()
+    if code not in (0, -signal.SIGINT, -signal.SIGTERM):
+        raise MedhelmError(f"the app stopped with exit code {code} (its messages are above)")

@@ -50,7 +50,8 @@ def _settings_text(settings: dict) -> str:
                              f"{settings['retest_gap']} other items" if settings["retest_share"] else "off"),
         "  adjudication: " + (f"at {settings['adjudication_threshold']} points apart"
                               if settings["adjudication_threshold"] is not None else "off"),
-        "  plan: " + (f"{plan['items']} items rated by {plan['raters']} clinicians" if plan else "none"),
+        "  plan: " + (f"{plan['items']} items rated by {plan.get('clinicians') or plan['raters']} clinicians"
+                      if plan else "none"),
     ]
     return "\n".join(lines)
 
@@ -106,7 +107,10 @@ def set_cmd(
 @app.command("plan")
 def plan_cmd(
     ctx: typer.Context,
-    icc: float = typer.Option(0.75, "--icc", help="The ICC you expect (single rating)."),
+    form: str = typer.Option("headline", "--form", help="The figure to plan for: headline (the Agreement page's "
+                             "ICC(C,k) of the jury beside the mean clinician) or icc1 (MedHELM's own plan: one-way "
+                             "ICC(1) of one rating, every clinician)."),
+    icc: float = typer.Option(0.75, "--icc", help="The ICC you expect, in the form planned for."),
     raters: int = typer.Option(2, "--raters", "-k", help="Clinicians per item."),
     width: float | None = typer.Option(0.2, "--width", help="Widest 95% interval you accept."),
     lower_bound: float | None = typer.Option(None, "--lower-bound", help="Instead of --width: the lower limit must "
@@ -117,26 +121,29 @@ def plan_cmd(
     save: bool = typer.Option(False, "--save", help="Keep the plan as the study's, to track progress against it."),
     as_json: bool = JsonOption,
 ) -> None:
-    """How many items a study needs for the ICC interval wanted (after Zou 2012, computed exactly)."""
-    from medhelm_core.agreement.planning import items_needed  # scipy.stats: paid for by this command only
+    """How many items a study needs for the ICC interval wanted (after Zou 2012, computed exactly), for the form
+    the study will report."""
+    from medhelm_core.agreement.planning import plan_for_form  # scipy.stats: paid for by this command only
 
     if save and not study:
         raise ValidationError("--save needs --study NAME")
-    plan = items_needed(icc, raters, width=None if lower_bound is not None else width, lower_bound=lower_bound,
-                        confidence=confidence, assurance=assurance)
-    result: dict = {"items": plan.items, "raters": plan.raters, "expected_width": plan.expected_width,
+    plan = plan_for_form(form, icc, raters, width=None if lower_bound is not None else width,
+                         lower_bound=lower_bound, confidence=confidence, assurance=assurance)
+    result: dict = {"items": plan.items, "raters": plan.raters, "form": form, "design": plan.design,
+                    "measure": plan.measure, "expected_width": plan.expected_width,
                     "achieved_assurance": plan.achieved_assurance, "method": plan.method}
-    text = f"{plan.items} items, each rated by {plan.raters} clinicians. {plan.method}"
+    text = (f"{plan.items} items, each rated by {raters} clinicians. {plan.method}" if form == "icc1" else
+            f"{plan.items} items, each scored by the jury and rated by {raters} clinicians. {plan.method}")
     if study:
         with transaction(engine_for(ctx)) as session:
             found = get_study(session, study)
             if save:
                 update_settings(session, found, plan=plan, actor="cli")
-            progress = plan_progress(session, found, plan.raters)
+            progress = plan_progress(session, found, raters)
         result["study"] = {"name": study, "items": progress.items_in_study, "complete_items": progress.complete_items,
                            "saved": save}
         text += (f"\nstudy {study}: {progress.items_in_study} items (gold items aside), {progress.complete_items} "
-                 f"already rated by {plan.raters} or more clinicians" + ("; plan saved" if save else ""))
+                 f"already rated by {raters} or more clinicians" + ("; plan saved" if save else ""))
     emit(result, as_json, text)
 
 

@@ -10,7 +10,7 @@ from medhelm_core.cli.agreement import PROTOCOL_NAMES, plain
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
 from medhelm_core.db.engine import transaction
 from medhelm_core.errors import ValidationError
-from medhelm_core.studies import get_study
+from medhelm_core.studies import agreement_view, get_study
 
 # The report's libraries (pandas, altair, vl-convert, fpdf2) load inside the command, so `medhelm --help`
 # starts fast.
@@ -28,11 +28,13 @@ def report_cmd(
     out: Path = typer.Option(
         ..., "--out", "-o", help="Folder to write report.html, report.pdf, manifest.json and data/ into."
     ),
-    protocol: str = typer.Option(
-        "medhelm", "--protocol", "-p", help="medhelm (the paper's ICC(3,k) on z-scores) or full (every form)."
+    protocol: str | None = typer.Option(
+        None, "--protocol", "-p", help="medhelm (the paper's ICC(3,k) on z-scores) or full (every form); default: "
+        "the study's saved view (as the Agreement page opens)."
     ),
     benchmarks: list[str] = typer.Option(
-        [], "--benchmark", "-b", help="Benchmark to include and pool (repeatable; default all)."
+        [], "--benchmark", "-b", help="Benchmark to include and pool (repeatable; default: the study's saved view, "
+        "else all)."
     ),
     models: list[str] = typer.Option([], "--model", "-m", help="Model to include (repeatable; default all)."),
     jury_run: int | None = typer.Option(None, "--jury-run", help="Jury run id (default: the study's latest)."),
@@ -48,23 +50,25 @@ def report_cmd(
     The bundle (data/*.csv with manifest.json) recomputes every figure; MedHELM's 0.474 is pooled with
     -b aci_bench -b medi_qa.
     """
-    if protocol not in PROTOCOL_NAMES:
+    if protocol is not None and protocol not in PROTOCOL_NAMES:
         raise ValidationError(f"--protocol {protocol!r} unknown; use one of {', '.join(PROTOCOL_NAMES)}")
     if out.exists() and not out.is_dir():
         raise ValidationError(f"--out {out} is a file; give a folder")
     from medhelm_core.report import ReportOptions, write_report
 
-    options = ReportOptions(
-        protocol=protocol,
-        benchmarks=tuple(benchmarks),
-        models=tuple(models),
-        jury_run_id=jury_run,
-        n_resamples=resamples,
-        seed=seed,
-        item_texts=not no_texts,
-    )
     with transaction(engine_for(ctx)) as session:
-        files = write_report(session, get_study(session, study), out, options)
+        target = get_study(session, study)
+        protocol, benchmarks = agreement_view(target, protocol, benchmarks)
+        options = ReportOptions(
+            protocol=protocol,
+            benchmarks=tuple(benchmarks),
+            models=tuple(models),
+            jury_run_id=jury_run,
+            n_resamples=resamples,
+            seed=seed,
+            item_texts=not no_texts,
+        )
+        files = write_report(session, target, out, options)
     result = {
         "study": study,
         "html": str(files.html),
@@ -72,10 +76,14 @@ def report_cmd(
         "manifest": str(files.manifest),
         "data": files.data_files,
         "pooled": [{k: plain(v) for k, v in row.items()} for row in files.headline],
+        "nothing_to_show": files.nothing_to_show,
     }
     composite = [r for r in files.headline if r["criterion"] == "composite"]
     lines = [f"report for study {study} written to {out}", f"  {files.html}", f"  {files.pdf}", f"  {files.manifest}"]
     lines += [f"  {files.folder / name} ({rows} rows)" for name, rows in files.data_files.items()]
-    lines.append("pooled composite ICC(3,k):")
-    lines += [f"  {r['comparison']}: {_figure(r['icc'])} (n={r['n_items']})" for r in composite]
+    lines.append("pooled composite (ICC(C,k) of z-scored sides; ICC(1) and the ceiling over every clinician):")
+    lines += [f"  {r['comparison']} [{r['method']}]: {_figure(r['icc'])} (n={r['n_items']} of {r['n_available']})"
+              for r in composite]
+    if files.nothing_to_show:
+        lines.append("every agreement figure is n/a: the report says there is nothing to show yet")
     emit(result, as_json, "\n".join(lines))

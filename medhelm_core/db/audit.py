@@ -6,10 +6,11 @@ audit row, nor an audit row for a change that did not happen. :func:`audit_event
 for ``medhelm audit export``.
 
 Actions in use: ``rating.submitted``, ``adjudication.submit``, ``assignment.balanced``,
-``assignment.moved``, ``import``, ``export``, ``report.export``, ``user.added``, ``user.disabled``,
-``user.password_changed``; study design adds ``study.plan``, ``study.retest``, ``study.speed_threshold``,
-``adjudication.threshold``, ``gold.import`` and ``gold.clear``; the jury adds ``jury.run``,
-``prompt_template.saved`` and ``rubric.version_saved``.
+``assignment.drawn`` (the "rate these next" mode), ``assignment.moved``, ``import``, ``export``,
+``report.export``, ``user.added``, ``user.disabled``, ``user.enabled``, ``user.role_changed``,
+``user.password_changed``; study design adds
+``study.plan``, ``study.retest``, ``study.speed_threshold``, ``adjudication.threshold``, ``gold.import`` and
+``gold.clear``; the jury adds ``jury.run``, ``prompt_template.saved`` and ``rubric.version_saved``.
 Details never hold passwords, tokens, keys or free text a clinician typed (that may name a patient).
 """
 

@@ -52,6 +52,16 @@ class RatingFlag(StrEnum):
     cannot_judge = "cannot_judge"
 
 
+class SkipReason(StrEnum):
+    """Why a clinician skipped an item instead of rating it (``other`` needs a note)."""
+
+    outside_expertise = "outside_expertise"
+    needs_context = "needs_context"
+    text_unusable = "text_unusable"
+    conflict_of_interest = "conflict_of_interest"
+    other = "other"
+
+
 class VerdictStatus(StrEnum):
     """A judge's answer either parsed into scores or failed; failures are kept, never counted."""
 
@@ -87,6 +97,7 @@ class AuditAction(StrEnum):
     adjudication_submit = "adjudication.submit"
     adjudication_threshold = "adjudication.threshold"
     assignment_balanced = "assignment.balanced"
+    assignment_drawn = "assignment.drawn"
     assignment_moved = "assignment.moved"
     export = "export"
     gold_clear = "gold.clear"
@@ -94,15 +105,20 @@ class AuditAction(StrEnum):
     import_ = "import"
     jury_run = "jury.run"
     prompt_template_saved = "prompt_template.saved"
+    rating_skipped = "rating.skipped"
     rating_submitted = "rating.submitted"
     report_export = "report.export"
     rubric_version_saved = "rubric.version_saved"
+    study_agreement_defaults = "study.agreement_defaults"
+    study_instructions = "study.instructions"
     study_plan = "study.plan"
     study_retest = "study.retest"
     study_speed_threshold = "study.speed_threshold"
     user_added = "user.added"
     user_disabled = "user.disabled"
+    user_enabled = "user.enabled"
     user_password_changed = "user.password_changed"
+    user_role_changed = "user.role_changed"
 
 
 class Rubric(SQLModel, table=True):
@@ -158,6 +174,12 @@ class Study(SQLModel, table=True):
     retest_gap: int = 10
     #: the study-size plan chosen when the study was designed (planning.PlanResult as plain data), if any
     plan: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    #: what clinicians read before rating (the Rate page's "Instructions"); empty: the description is shown
+    instructions: str = _text()
+    #: how the Agreement page and the report open: "medhelm" (the paper's protocol) or "full"
+    agreement_protocol: str = Field(default="medhelm", max_length=20)
+    #: the benchmarks the Agreement page pools by default (empty: all of them)
+    agreement_benchmarks: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     created_at: datetime = _when()
 
 
@@ -233,6 +255,9 @@ class Assignment(SQLModel, table=True):
     user_id: int = Field(foreign_key="user.id", index=True)
     position: int = 0
     retest: bool = False
+    #: the probability with which the "rate these next" mode drew this item among its model and benchmark's
+    #: unrated items (None: a balanced assignment, which gives every item); it keeps the estimates valid
+    draw_probability: float | None = None
     created_at: datetime = _when()
 
 
@@ -261,6 +286,24 @@ class RatingSubmission(SQLModel, table=True):
     #: a test-retest repeat: kept for intra-rater agreement, never a current rating (see Assignment)
     retest: bool = False
     submitted_at: datetime = _when()
+
+
+class RatingSkip(SQLModel, table=True):
+    """A clinician's skip of an assigned item, with the reason they gave: not a rating (no scores, never in the
+    agreement figures), but the item leaves their open queue and researchers see the reason. Rating the item
+    later removes the skip; the audit trail keeps both.
+    """
+
+    __table_args__ = (UniqueConstraint("item_id", "rater_id", "retest", name="uq_skip_item_rater"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int = Field(foreign_key="item.id", index=True, ondelete="CASCADE")
+    rater_id: int = Field(foreign_key="user.id", index=True)
+    #: a :class:`SkipReason`
+    reason: str = Field(max_length=30)
+    note: str = _text()
+    retest: bool = False
+    skipped_at: datetime = _when()
 
 
 class Rating(SQLModel, table=True):

@@ -14,6 +14,8 @@ Pure functions (no Streamlit) shared by ``pages/agreement.py`` and the calibrati
 - :mod:`~medhelm_core.figures.drilldown`: one item with every clinician's and judge's word on it.
 - :mod:`~medhelm_core.figures.jury_versions` and :mod:`~medhelm_core.figures.alignment_charts`: the
   judge-alignment loop: agreement per jury version against the clinicians' ceiling, and which judges to trust.
+- :mod:`~medhelm_core.figures.model_figures` and :mod:`~medhelm_core.figures.model_charts`: the Models page's
+  and the report's model figures (imported from there, not re-exported here).
 - :mod:`~medhelm_core.figures.cache`: the page's figures kept current without making it wait:
   :func:`agreement_figures` (current figures, or older ones marked stale while a background thread
   computes the current ones), :func:`fresh_figures` (for exports), :func:`freshness_note`, over the

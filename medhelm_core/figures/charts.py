@@ -14,13 +14,18 @@ import numpy as np
 import pandas as pd
 
 from medhelm_core.agreement import COMPOSITE, POOLED
+from medhelm_core.agreement.protocol import RANGE
+from medhelm_core.figures.displays import short_form
 from medhelm_core.figures.tables import HEADLINE_COMPARISONS
 
 MAX_POINTS = 4000
 #: the selection parameter of the item charts; the page reads the clicked item from it
 ITEM_SELECTION = "item"
-_KOO_LI = pd.DataFrame({"icc": [0.5, 0.75, 0.9], "band": ["moderate from 0.5", "good from 0.75", "excellent > 0.9"]})
 _WIDTH = 520
+_INK = "#222222"
+# Pooled in near-black, then hues far apart (Okabe & Ito's colour-blind-safe set), not shades of one colour.
+_BENCHMARK_COLOURS = ["#222222", "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C6D31",
+                      "#F0E442", "#999999"]
 
 
 def _sample(frame: pd.DataFrame, limit: int = MAX_POINTS, seed: int = 0) -> tuple[pd.DataFrame, str]:
@@ -42,45 +47,93 @@ def _icc_domain(lows: pd.Series) -> list[float]:
 
 def icc_chart(
     headline: pd.DataFrame, criterion: str = COMPOSITE, comparisons: Sequence[str] | None = None
-) -> alt.Chart:
-    """ICC(3,k) per comparison (the headline figure) with its 95% interval, one colour per benchmark.
+) -> alt.LayerChart:
+    """The headline figures per comparison with their 95% intervals, one clearly distinct colour per benchmark.
 
-    The axis stops at -1; an interval reaching further is cut there. Dashed rules mark Koo & Li's bands.
+    Each row names its form (ICC(C,k) of z-scored sides for the pairs, ICC(1) over every clinician, the
+    ceiling's median with its range drawn dashed); the value label carries r beside ICC(C,k). The axis stops
+    at -1: a bound or an estimate beyond it is drawn as a left-pointing triangle at the edge, labelled with
+    its value, never silently pinned there. The dotted rule at 0 is labelled; Koo & Li's bands are not drawn,
+    since they were not written for ICC(C,k) of two z-scored sides.
     """
     rows = headline[(headline["criterion"] == criterion) & headline["icc"].notna()].copy()
     order = [c for c in (comparisons or HEADLINE_COMPARISONS) if c in set(rows["comparison"])]
     order += sorted(set(rows["comparison"]) - set(order))
     rows = rows[rows["comparison"].isin(order)]
     benchmarks = [POOLED, *sorted(b for b in rows["benchmark"].unique() if b != POOLED)]
-    domain = _icc_domain(rows["ci_low"]) if len(rows) else [0.0, 1.0]
-    rows["ci_low_shown"] = rows["ci_low"].clip(lower=domain[0])
+    domain = _icc_domain(pd.concat([rows["ci_low"], rows["icc"]])) if len(rows) else [0.0, 1.0]
+    edge = domain[0]
+    method = rows["method"] if "method" in rows else pd.Series("ICC3k", index=rows.index)
+    forms = [short_form(m, c) for m, c in zip(method, rows["comparison"], strict=True)]
+    labels = {c: f"{c} · {f}" for c, f in zip(rows["comparison"], forms, strict=True)}
+    rows["row"] = rows["comparison"].map(labels)
+    row_order = [labels[c] for c in order]
+    rows["is_range"] = rows["ci_method"].eq(RANGE) if "ci_method" in rows else False
+    rows["ci_low_shown"] = rows["ci_low"].clip(lower=edge)
+    rows["icc_shown"] = rows["icc"].clip(lower=edge)
     rows["interval"] = [
-        "n/a" if pd.isna(lo) else f"{lo:.2f} to {hi:.2f}"
-        for lo, hi in zip(rows["ci_low"], rows["ci_high"], strict=True)
+        "n/a" if pd.isna(lo) else f"{'range ' if rng else ''}{lo:.2f} to {hi:.2f}"
+        for lo, hi, rng in zip(rows["ci_low"], rows["ci_high"], rows["is_range"], strict=True)
     ]
-    x = alt.X("icc:Q", title="ICC(3,k)", scale=alt.Scale(domain=domain, clamp=True))
-    y = alt.Y("comparison:N", sort=order, title=None)
-    color = alt.Color("benchmark:N", sort=benchmarks, title="benchmark")
+    has_r = method.eq("ICC3k") & rows["pearson_r"].notna() & ~rows["is_range"]
+    rows["label"] = [
+        f"{v:.2f}{' (off scale)' if v < edge else ''}" + (f" (r {r:.2f})" if show else "")
+        for v, r, show in zip(rows["icc"], rows["pearson_r"], has_r, strict=True)
+    ]
+    rows["n"] = [f"{int(u)} of {int(a)}" if a else str(int(u))
+                 for u, a in zip(rows["n_items"], rows.get("n_available", rows["n_items"]), strict=True)]
+    colours = alt.Scale(domain=benchmarks, range=_BENCHMARK_COLOURS[: len(benchmarks)])
+    y = alt.Y("row:N", sort=row_order, title=None,
+              axis=alt.Axis(labelLimit=420, labelFontSize=12, labelColor=_INK, domainColor=_INK))
+    color = alt.Color("benchmark:N", sort=benchmarks, title="benchmark", scale=colours,
+                      legend=alt.Legend(labelColor=_INK, titleColor=_INK, labelFontSize=12, labelLimit=300))
     offset = alt.YOffset("benchmark:N", sort=benchmarks)
     tooltip = [
         "comparison:N",
+        alt.Tooltip("form:N", title="form"),
         "benchmark:N",
-        alt.Tooltip("icc:Q", format=".3f"),
-        alt.Tooltip("interval:N", title="95% CI"),
-        alt.Tooltip("n_items:Q", title="items"),
+        alt.Tooltip("icc:Q", format=".3f", title="estimate"),
+        alt.Tooltip("interval:N", title="95% CI (ceiling: range)"),
+        alt.Tooltip("n:N", title="items (of)"),
         alt.Tooltip("pearson_r:Q", format=".3f", title="r"),
+        alt.Tooltip("spearman_rho:Q", format=".3f", title="rho"),
     ]
+    scale = alt.Scale(domain=domain, clamp=True)
     base = alt.Chart(rows).encode(y=y, yOffset=offset, color=color, tooltip=tooltip)
-    bars = base.mark_rule(strokeWidth=2).encode(
-        x=alt.X("ci_low_shown:Q", scale=alt.Scale(domain=domain)), x2="ci_high:Q"
+    bars = base.mark_rule(strokeWidth=3).encode(
+        x=alt.X("ci_low_shown:Q", scale=scale), x2="ci_high:Q",
+        strokeDash=alt.condition("datum.is_range", alt.value([5, 3]), alt.value([1, 0])),
     )
-    points = base.mark_point(filled=True, size=70).encode(x=x)
-    labels = base.mark_text(align="left", dx=8, dy=-7, fontSize=10).encode(x=x, text=alt.Text("icc:Q", format=".2f"))
-    bands = alt.Chart(_KOO_LI).mark_rule(strokeDash=[4, 4], color="#999").encode(x="icc:Q", tooltip=["band:N"])
+    x = alt.X("icc_shown:Q", title="agreement with clinicians (form named per row)", scale=scale,
+              axis=alt.Axis(labelColor=_INK, titleColor=_INK, labelFontSize=12, titleFontSize=12))
+    inside = f"datum.icc >= {edge}"
+    points = base.mark_point(filled=True, size=90, opacity=1).encode(
+        x=x, shape=alt.condition(inside, alt.value("circle"), alt.value("triangle-left"))
+    )
+    cut = base.transform_filter(f"datum.ci_low < {edge}").mark_point(
+        shape="triangle-left", filled=True, size=110, opacity=1
+    ).encode(x=alt.datum(edge, scale=scale))
+    cut_text = base.transform_filter(f"datum.ci_low < {edge}").mark_text(
+        align="left", dx=7, dy=9, fontSize=10, color=_INK
+    ).encode(x=alt.datum(edge, scale=scale), text=alt.Text("ci_low:Q", format=".1f"))
+    text = base.mark_text(align="left", dx=9, dy=-9, fontSize=11, fontWeight="bold").encode(x=x, text="label:N")
+    zero = pd.DataFrame({"x": [0.0], "what": ["0: no agreement beyond chance"]})
+    zero_rule = alt.Chart(zero).mark_rule(strokeDash=[2, 3], color="#555").encode(x=alt.X("x:Q", scale=scale),
+                                                                                tooltip=["what:N"])
+    zero_text = alt.Chart(zero).mark_text(align="left", baseline="top", dx=3, y=2, fontSize=11, color=_INK).encode(
+        x=alt.X("x:Q", scale=scale), text="what:N")
     # Each comparison gets a band with one row per benchmark, tall enough for its value label.
-    height = max(120, len(order) * (22 * len(benchmarks) + 24))
-    title = f"Agreement with clinicians: ICC(3,k) and 95% CI ({criterion})"
-    return (bands + bars + points + labels).properties(width=_WIDTH, height=height, title=title)
+    height = max(140, len(order) * (24 * len(benchmarks) + 26))
+    title = alt.Title(
+        f"Agreement with clinicians ({criterion}): each figure with its 95% CI",
+        subtitle=["ICC(C,k): consistency of the mean of two z-scored sides (MedHELM), r beside it; ICC(1): one-way "
+                  "absolute agreement over every clinician;",
+                  "ceiling: each clinician against the others, median with the range dashed; a triangle at the left "
+                  "edge: beyond -1, its value printed."],
+        color=_INK, subtitleColor=_INK, fontSize=14, subtitleFontSize=11, anchor="start",
+    )
+    layers = [zero_rule, zero_text, bars, points, cut, cut_text, text]
+    return alt.layer(*layers).properties(width=_WIDTH, height=height, title=title)
 
 
 def scatter_chart(means: pd.DataFrame, scale: tuple[int, int] = (1, 5), seed: int = 0) -> alt.Chart:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from medhelm_core.agreement import (
+    CLINICIAN_CEILING,
     CLINICIAN_PAIR,
     COMPOSITE,
     POOLED,
@@ -25,13 +26,17 @@ from medhelm_core.agreement import (
 from medhelm_core.agreement.contract import MIN_ITEMS
 from medhelm_core.agreement.incomplete import loco_from_scores
 from medhelm_core.agreement.judges import JUDGE_SUBSET_COLUMNS
+from medhelm_core.agreement.protocol import CLINICIANS_ALL
 from medhelm_core.errors import NotEnoughRatingsError
 from medhelm_core.figures.data import HEADLINE_METRICS, METRIC_LABELS, DashboardData
 
 JURY = "jury-clinician"
-#: the four comparisons of the MedHELM paper's table, in its order
+#: the four comparisons of the MedHELM paper's table, in its order, with the clinicians' agreement from every
+#: clinician beside the paper's one pair
 HEADLINE_COMPARISONS: tuple[str, ...] = (
     CLINICIAN_PAIR,
+    CLINICIANS_ALL,
+    CLINICIAN_CEILING,
     JURY,
     *(f"{label}-clinician" for label in HEADLINE_METRICS.values()),
 )
@@ -39,11 +44,14 @@ HEADLINE_COLUMNS: tuple[str, ...] = (
     "comparison",
     "benchmark",
     "criterion",
+    "method",
+    "form",
     "icc",
     "ci_low",
     "ci_high",
     "ci_method",
     "n_items",
+    "n_available",
     "pearson_r",
     "spearman_rho",
     "kappa_qw",
@@ -155,13 +163,12 @@ def compute_agreement(
 
 
 def primary_rows(table: pd.DataFrame, protocol: str = "medhelm") -> pd.DataFrame:
-    """ICC(3,k) rows with the protocol's own interval: the F interval (medhelm) or the bootstrap one (full)."""
-    icc = table[table["method"] == "ICC3k"]
-    if protocol == "full":
-        boot = icc[icc["ci_method"].str.startswith("bootstrap")]
-        if not boot.empty:
-            return boot
-    return icc[icc["ci_method"] == "F"]
+    """The headline's rows in either protocol: MedHELM's ICC(C,k) of each pair with its exact F interval (a
+    bootstrap interval is never a headline: it under-covers at the sizes studies have), the one-way ICC(1)
+    over every clinician and the clinician ceiling."""
+    pairs = (table["method"] == "ICC3k") & (table["ci_method"] == "F")
+    everyone = (table["comparison"] == CLINICIANS_ALL) & (table["method"] == "ICC1_unbalanced")
+    return table[pairs | everyone | (table["comparison"] == CLINICIAN_CEILING)]
 
 
 def _order(frame: pd.DataFrame, criteria: Sequence[str]) -> pd.DataFrame:
@@ -179,11 +186,13 @@ def _order(frame: pd.DataFrame, criteria: Sequence[str]) -> pd.DataFrame:
 
 
 def headline_table(table: pd.DataFrame, protocol: str = "medhelm") -> pd.DataFrame:
-    """The paper's table for this study: clinician-clinician, jury-, ROUGE-L- and BERTScore-clinician ICC(3,k).
+    """The paper's table for this study: clinician-clinician, jury-, ROUGE-L- and BERTScore-clinician ICC(C,k),
+    with the clinicians' agreement from every clinician (ICC(1) and the ceiling) beside the one pair.
 
-    One row per comparison, benchmark (``pooled`` first) and criterion (``composite`` first), with the
-    95% interval, n, Pearson r, Spearman's rho, weighted kappa and the Koo & Li reading. A comparison with
-    no data yet (no jury run, no metric scores) is listed with an empty estimate and a note saying why.
+    One row per comparison, benchmark (``pooled`` first) and criterion (``composite`` first), with its form in
+    words, the 95% interval (the ceiling: its range), n used of n available, Pearson r, Spearman's rho,
+    weighted kappa and the Koo & Li reading where it applies. A comparison with no data yet (no jury run, no
+    metric scores) is listed with an empty estimate and a note saying why.
 
     Examples
     --------
@@ -210,8 +219,11 @@ def headline_table(table: pd.DataFrame, protocol: str = "medhelm") -> pd.DataFra
             )
     out = pd.concat([rows, pd.DataFrame(missing)], ignore_index=True) if missing else rows
     out = out.reindex(columns=list(HEADLINE_COLUMNS))
-    out["n_items"] = out["n_items"].fillna(0).astype(int)
-    out[["reading", "note", "ci_method"]] = out[["reading", "note", "ci_method"]].fillna("")
+    for col in ("n_items", "n_available"):
+        out[col] = out[col].fillna(0).astype(int)
+    out[["reading", "note", "ci_method", "form", "method"]] = out[
+        ["reading", "note", "ci_method", "form", "method"]
+    ].fillna("")
     criteria = [c for c in dict.fromkeys(table["criterion"]) if c != COMPOSITE]
     return _order(out, criteria)
 

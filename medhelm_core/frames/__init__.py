@@ -14,6 +14,9 @@ the exports and the report read is built here; elsewhere code only writes, or lo
 - :mod:`~medhelm_core.frames.metrics`: every metric score, and the metrics as raters with one settings
   variant each (the one rule: the most recently computed).
 - :mod:`~medhelm_core.frames.long`: all of them in the long table the agreement engine reads.
+- :mod:`~medhelm_core.frames.model_scores`: what the model figures read: items, every score on them and the
+  rating design (which items were rated, and how they were chosen).
+- :mod:`~medhelm_core.frames.review`: the clinicians' flags, skips and comments, for the review list.
 - :mod:`~medhelm_core.frames.fingerprint`: :func:`data_version`, the cheap fingerprint pages cache under.
 
 The long score table has one row per (item, rater, criterion) with columns ``item_id``, ``rater_id``,
@@ -47,17 +50,27 @@ from medhelm_core.frames.metrics import (
     metrics_long_frame,
     newest_variants,
 )
+from medhelm_core.frames.model_scores import (
+    MODEL_METRICS,
+    model_items_frame,
+    model_scores_long,
+    rating_design_frame,
+)
+from medhelm_core.frames.review import REVIEW_KINDS, filter_review, review_frame
 from medhelm_core.frames.rows import LONG_COLUMNS, select_frame, without_items
-from medhelm_core.frames.runs import comparable_runs, default_jury_run, jury_runs, study_jury_run
+from medhelm_core.frames.runs import comparable_runs, default_jury_run, jury_runs, study_jury_run, usable_run_ids
 
 __all__ = [
     "AGREEMENT_METRICS",
     "ITEM_COLUMNS",
     "LONG_COLUMNS",
+    "MODEL_METRICS",
+    "REVIEW_KINDS",
     "VERDICT_COLUMNS",
     "clinician_ratings_frame",
     "comparable_runs",
     "data_version",
+    "filter_review",
     "first_submissions_frame",
     "default_jury_run",
     "item_clinicians_frame",
@@ -73,8 +86,13 @@ __all__ = [
     "metric_raters",
     "metric_scores_frame",
     "metrics_long_frame",
+    "model_items_frame",
+    "model_scores_long",
     "newest_variants",
+    "rating_design_frame",
     "rating_history_frame",
+    "review_frame",
+    "usable_run_ids",
     "scores_long_frame",
     "select_frame",
     "study_jury_run",

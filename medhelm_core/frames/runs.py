@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlmodel import Session, col, select
 
-from medhelm_core.db.models import JudgeVerdict, JuryRun, RunSource, Study, VerdictStatus
+from medhelm_core.db.models import JudgeVerdict, JuryRun, RunSource, RunStatus, Study, VerdictStatus
 from medhelm_core.errors import NotFoundError
 
 #: runs whose verdicts can be compared as versions: judges called here, or scores recorded elsewhere
@@ -58,6 +58,19 @@ def study_jury_run(
         known = ", ".join(str(r.id) for r in jury_runs(session, study)) or "none"
         raise NotFoundError(f"study {study.name!r} has no jury run {jury_run_id} (its runs: {known})")
     return run
+
+
+def usable_run_ids(session: Session, study: Study) -> set[int]:
+    """The ids of the study's runs worth listing: those with a surviving verdict, recorded runs, and runs a
+    worker holds (running or stopping). The others (failed, or stopped before any verdict survived) are what a
+    "show failed runs" switch brings back."""
+    return set(session.exec(
+        select(JuryRun.id).where(
+            JuryRun.study_id == study.id,
+            col(JuryRun.id).in_(_with_verdicts()) | (JuryRun.source == RunSource.recorded.value)
+            | col(JuryRun.status).in_([RunStatus.running.value, RunStatus.stopping.value, RunStatus.pending.value]),
+        )
+    ).all())
 
 
 def comparable_runs(session: Session, study: Study) -> list[JuryRun]:

@@ -5,6 +5,11 @@ everything in the caller's single transaction: an import is all-or-nothing, and 
 again creates nothing new (the report counts what was unchanged). Files are read as streams within caps on
 rows and bytes (:class:`~medhelm_core.settings.ImportLimits`), so an oversized file is refused, naming the
 file and the cap, before it fills the memory.
+
+A HELM run folder brings, besides its items, MedHELM's jury verdicts (a recorded jury run per suite,
+:mod:`.helm_jury`) and HELM's own ROUGE-L and BERTScore (recorded metric scores, :mod:`.helm_metrics`); a
+MedHELM ratings file brings clinicians, ratings, the published jury means and, with a texts file, the items'
+texts (:mod:`.medhelm_ratings`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from sqlmodel import Session
 from medhelm_core.db.audit import Actor, record_event
 from medhelm_core.db.models import AuditAction, Study
 from medhelm_core.errors import InputFileError, ValidationError
-from medhelm_core.importers.helm import helm_records, is_run_folder
+from medhelm_core.importers.helm import HelmRun, helm_runs, is_run_folder
+from medhelm_core.importers.helm_jury import judge_keys, parse_judge_names, store_helm_juries
+from medhelm_core.importers.helm_metrics import store_helm_metrics
 from medhelm_core.importers.limits import ReadBudget
 from medhelm_core.importers.medhelm_ratings import import_medhelm_ratings, looks_like_medhelm_ratings
 from medhelm_core.importers.records import ImportReport, ItemRecord, store_items
@@ -28,7 +35,7 @@ from medhelm_core.settings import ImportLimits
 FORMATS = ("helm", "jsonl", "csv", "parquet", "medhelm-ratings")
 _SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
-__all__ = ["FORMATS", "ImportReport", "detect_format", "import_paths", "parse_column_map"]
+__all__ = ["FORMATS", "ImportReport", "detect_format", "import_paths", "parse_column_map", "parse_judge_names"]
 
 
 def detect_format(path: Path, column_map: Mapping[str, str] | None = None) -> str:
@@ -66,6 +73,8 @@ def import_paths(
     column_map: Mapping[str, str] | None = None,
     actor: Actor = "cli",
     limits: ImportLimits | None = None,
+    judge_names: Mapping[str, str] | None = None,
+    texts: str | Path | None = None,
 ) -> ImportReport:
     """Import ``paths`` into ``study`` inside the caller's transaction and report the counts.
 
@@ -87,6 +96,11 @@ def import_paths(
     limits
         The most rows and bytes the whole import may read; None reads them from the environment
         (:func:`~medhelm_core.settings.import_limits`).
+    judge_names
+        Names for the judges of HELM's jury blocks, by their key in the file (``{"gpt": "openai/gpt-4o"}``);
+        a judge not named keeps the name the run spec gives its model, else its key.
+    texts
+        A texts file for a ``medhelm-ratings`` import: the items' requests and responses.
     """
     if fmt is not None and fmt not in FORMATS:
         raise ValidationError(f"unknown format {fmt!r}; formats are: {', '.join(FORMATS)}")
@@ -94,6 +108,7 @@ def import_paths(
     report = ImportReport()
     budget = ReadBudget(limits)
     item_batch: list[ItemRecord] = []
+    runs: list[HelmRun] = []
     ratings_files: list[Path] = []
     formats: set[str] = set()
     for raw in paths:
@@ -106,20 +121,41 @@ def import_paths(
         formats.add(kind)
         report.files.append(str(path))
         if kind == "helm":
-            item_batch.extend(helm_records(path, report, budget))
+            for run in helm_runs(path, report, budget):
+                runs.append(run)
+                item_batch.extend(run.records)
         elif kind == "medhelm-ratings":
             ratings_files.append(path)
         else:
             item_batch.extend(item_records(path, kind, mapping, budget))
     report.format = ",".join(sorted(formats))
+    _check_options(runs, ratings_files, judge_names, texts)
+    rubric = rubric_spec(session, study.rubric_id)
     if item_batch:
-        store_items(session, study, item_batch, report)
-    if ratings_files:
-        rubric = rubric_spec(session, study.rubric_id)
-        for path in ratings_files:
-            import_medhelm_ratings(session, study, rubric, path, mapping, report, budget)
+        items = store_items(session, study, item_batch, report)
+        store_helm_juries(session, study, rubric, runs, items, report, judge_names)
+        store_helm_metrics(session, runs, items, report)
+    for path in ratings_files:
+        import_medhelm_ratings(session, study, rubric, path, mapping, report, budget,
+                               Path(texts) if texts is not None else None)
     wrote = (report.items_created, report.items_updated, report.raters_created, report.ratings_written,
-             report.verdicts_written)
+             report.verdicts_written, report.metric_scores_written)
     if any(wrote):  # the trail records changes: re-importing the same files (or re-seeding the demo) adds none
         record_event(session, AuditAction.import_, actor=actor, study_id=study.id, **report.__dict__)
     return report
+
+
+def _check_options(
+    runs: Sequence[HelmRun], ratings_files: Sequence[Path], judge_names: Mapping[str, str] | None,
+    texts: str | Path | None,
+) -> None:
+    """Refuse an option that the files cannot use: a misspelt judge would otherwise keep its file name."""
+    if judge_names:
+        keys = judge_keys(runs)
+        unknown = sorted(set(judge_names) - keys)
+        if unknown:
+            found = ", ".join(sorted(keys)) if keys else "none: the HELM runs hold no jury annotations"
+            raise ValidationError(f"--judge-name names {', '.join(map(repr, unknown))}, which no jury annotation "
+                                  f"of the HELM runs holds (their judges: {found})")
+    if texts is not None and not ratings_files:
+        raise ValidationError("a texts file goes with a medhelm-ratings file (--format medhelm-ratings)")

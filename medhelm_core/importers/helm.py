@@ -1,19 +1,27 @@
-"""Read items from HELM run folders (``benchmark_output/runs/<suite>/<run>/``).
+"""Read HELM run folders (``benchmark_output/runs/<suite>/<run>/``): items, and what HELM said of them.
 
 A run folder holds ``scenario_state.json`` (the adapter spec and one request state per instance and
 trial) and ``run_spec.json`` (whose ``name``, such as ``aci_bench:model=openai_gpt-4o``, gives the
 benchmark). One item is made per request state of an evaluation split (valid or test), trial 0, with no
 perturbation: the instance input, the model's first completion, the reference tagged ``correct`` (else the
 first reference), and the model from the adapter spec (else the request).
+
+When MedHELM's jury scored the run, each request state also carries ``annotations.<benchmark>``: the judge
+prompt and one verdict per judge (:mod:`~medhelm_core.importers.helm_jury`); ``per_instance_stats.json``
+holds HELM's own metrics per instance (:mod:`~medhelm_core.importers.helm_metrics`). Both are read here
+with the items, checked before anything is written, and stored beside them as recorded.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from medhelm_core.errors import InputFileError
+from medhelm_core.importers.helm_jury import ItemJury, annotator_models, read_item_jury
+from medhelm_core.importers.helm_metrics import InstanceStats, read_instance_stats
 from medhelm_core.importers.limits import ReadBudget
 from medhelm_core.importers.records import ImportReport, ItemRecord
 
@@ -35,6 +43,24 @@ def run_folders(path: Path) -> list[Path]:
             return runs
         raise InputFileError(path, "not a HELM run or suite folder (no scenario_state.json in it or below it)")
     raise InputFileError(path, "no such folder")
+
+
+@dataclass
+class HelmRun:
+    """One run folder as read: its items, the jury's verdicts on them and HELM's per-instance metrics."""
+
+    folder: Path
+    #: the suite folder the run sits in (``benchmark_output/runs/<suite>``): a recorded jury run per suite
+    suite: str
+    records: list[ItemRecord] = field(default_factory=list)
+    #: one per item whose request state carries a jury block, in the order of the items
+    juries: list[ItemJury] = field(default_factory=list)
+    #: HELM's metric values per instance id, and the settings they were computed with (None: no stats file)
+    stats: InstanceStats | None = None
+    #: judge key -> model name, as the run spec's annotator specs name them (newer HELM versions do)
+    judge_models: dict[str, str] = field(default_factory=dict)
+    #: the annotator classes of the run spec, recorded with the jury run
+    annotators: list[str] = field(default_factory=list)
 
 
 def _load_json(path: Path, budget: ReadBudget) -> Any:
@@ -109,8 +135,8 @@ def _choose_reference(references: list[Any], source: str, where: str) -> str | N
     return None if text is None else _text(text, source, f"{where}.instance.references[{index}].output.text")
 
 
-def run_records(run: Path, report: ImportReport, budget: ReadBudget | None = None) -> list[ItemRecord]:
-    """Items of one HELM run folder."""
+def read_run(run: Path, report: ImportReport, budget: ReadBudget | None = None) -> HelmRun:
+    """Items of one HELM run folder, with the jury's verdicts and HELM's metrics where the folder has them."""
     budget = budget or ReadBudget()
     state_path = run / "scenario_state.json"
     state = _load_json(state_path, budget)
@@ -124,7 +150,9 @@ def run_records(run: Path, report: ImportReport, budget: ReadBudget | None = Non
     adapter = _object(state.get("adapter_spec"), source, "adapter_spec") or _object(
         run_spec.get("adapter_spec"), str(spec_path), "adapter_spec"
     )
-    records: list[ItemRecord] = []
+    models, annotators = annotator_models(run_spec, str(spec_path))
+    out = HelmRun(folder=run, suite=run.parent.name, judge_models=models, annotators=annotators)
+    records = out.records
     for index, rs in enumerate(state["request_states"]):
         where = f"request_states[{index}]"
         if not isinstance(rs, dict) or not isinstance(rs.get("instance"), dict):
@@ -162,6 +190,9 @@ def run_records(run: Path, report: ImportReport, budget: ReadBudget | None = Non
         model = _text(model, source, "adapter_spec.model" if adapter.get("model") else f"{where}.request.model")
         references = _list(instance.get("references"), source, f"{where}.instance.references")
         budget.take_row(source)
+        jury = read_item_jury(rs, benchmark, model, source, where, str(instance_id))
+        if jury is not None:
+            out.juries.append(jury)
         records.append(
             ItemRecord(
                 benchmark=benchmark,
@@ -182,15 +213,17 @@ def run_records(run: Path, report: ImportReport, budget: ReadBudget | None = Non
                 at=f"{where}.",
             )
         )
-    return records
+    stats_path = run / "per_instance_stats.json"
+    if records and stats_path.is_file():
+        wanted = {rec.instance_id for rec in records}
+        out.stats = read_instance_stats(_load_json(stats_path, budget), str(stats_path), run_spec, wanted)
+    return out
 
 
-def helm_records(path: Path, report: ImportReport, budget: ReadBudget | None = None) -> list[ItemRecord]:
-    """Items of a run folder or of every run in a suite folder."""
+def helm_runs(path: Path, report: ImportReport, budget: ReadBudget | None = None) -> list[HelmRun]:
+    """A run folder, or every run in a suite folder, as read by :func:`read_run`."""
     budget = budget or ReadBudget()
-    records: list[ItemRecord] = []
-    for run in run_folders(path):
-        records.extend(run_records(run, report, budget))
-    if not records:
+    runs = [read_run(run, report, budget) for run in run_folders(path)]
+    if not any(run.records for run in runs):
         raise InputFileError(path, "no evaluation request states with a completion were found")
-    return records
+    return runs

@@ -3,7 +3,11 @@
 The layout is that of ``../shared/data/medhelm_validation/ratings.csv`` (the MedHELM paper's validation
 study): one row per clinician rating with ``rater_id``, ``dataset_name``, ``instance_id``, ``model_key``,
 the clinician's ``accuracy``/``completeness``/``clarity`` and the jury's mean scores in ``llm_*``. The file
-holds no item texts, so items are created with empty texts and ``meta.text_available = false``.
+holds no item texts. A texts file (``item_texts.csv``: ``dataset_name``, ``instance_id``, ``model_key``,
+``question``, ``answer``) gives each item its request and response; an item without one is created with
+empty texts and ``meta.text_available = false``, and gets its texts from a later import that has them (even
+once rated: the texts are what was rated, they were only missing). The public release has no reference
+answers, so the items have none.
 
 The jury scores become one *recorded* jury run: a single pseudo-judge per item holding MedHELM's published
 jury means (over GPT-4o, Llama 3.3 70B and Claude 3.7 Sonnet). It is labelled as recorded everywhere, never
@@ -21,20 +25,10 @@ from typing import Any
 from sqlmodel import Session, select
 
 from medhelm_core.accounts.users import USERNAME_RE
-from medhelm_core.db.models import (
-    RECORDED_RATER,
-    JudgeVerdict,
-    JuryRun,
-    Role,
-    RunSource,
-    RunStatus,
-    Study,
-    User,
-    VerdictStatus,
-    utcnow,
-)
+from medhelm_core.db.models import RECORDED_RATER, Role, RunSource, Study, User
 from medhelm_core.errors import InputFileError, ValidationError
 from medhelm_core.importers.limits import ReadBudget
+from medhelm_core.importers.recorded import RecordedVerdict, recorded_run, write_recorded_verdicts
 from medhelm_core.importers.records import ImportReport, ItemRecord, require_text, store_items, validation_at
 from medhelm_core.importers.tabular import csv_header, csv_rows
 from medhelm_core.importers.values import check_text
@@ -42,6 +36,8 @@ from medhelm_core.rating.ratings import record_rating
 from medhelm_core.rubric import RubricSpec
 
 REQUIRED_COLUMNS = ("rater_id", "instance_id", "dataset_name", "model_key")
+#: The columns of a texts file (MedHELM's ``item_texts.csv``): the item's key, its request and its response.
+TEXT_COLUMNS = ("dataset_name", "instance_id", "model_key", "question", "answer")
 JURY_PREFIX = "llm_"
 RECORDED_RUN_NAME = "MedHELM jury (recorded means)"
 RECORDED_JUDGE = "medhelm-jury-mean"
@@ -65,13 +61,16 @@ def import_medhelm_ratings(
     column_map: dict[str, str],
     report: ImportReport,
     budget: ReadBudget | None = None,
+    texts: Path | None = None,
 ) -> None:
     """Import one MedHELM ratings CSV into ``study`` inside the caller's transaction.
 
     Every row is checked before anything is written: rater ids follow the rules of usernames, name no
-    account this kind of import did not create, and rate an item at most once per file.
+    account this kind of import did not create, and rate an item at most once per file. ``texts`` is a
+    texts file (:data:`TEXT_COLUMNS`) whose rows give the items their request and response.
     """
     source = str(path)
+    item_texts = read_item_texts(texts, column_map, budget) if texts is not None else {}
     header = csv_header(path, column_map)
     needed = list(REQUIRED_COLUMNS) + rubric.criterion_names
     missing = [c for c in needed if c not in header]
@@ -102,22 +101,25 @@ def import_medhelm_ratings(
             )
         rated[(rater, key)] = line
         if key not in records:
+            text = item_texts.get(key)
             records[key] = ItemRecord(
                 benchmark=key[0],
                 instance_id=key[1],
                 model=key[2],
-                input_text="",
-                output_text="",
+                input_text=text[0] if text else "",
+                output_text=text[1] if text else "",
                 reference_text=None,
                 meta={
                     "source": "medhelm-ratings",
                     "source_file": path.name,
-                    "text_available": False,
+                    "text_available": text is not None,
+                    **({"texts_file": texts.name} if text is not None and texts is not None else {}),
                     "entry_id": row.get("entry_id"),
                     "user_label": row.get("user_label"),
                 },
                 source=source,
                 line=line,
+                has_texts=text is not None,
             )
         if jury_columns:
             scores = {c: _jury_score(row[col], rubric, c, source, line, col) for c, col in jury_columns.items()}
@@ -127,6 +129,8 @@ def import_medhelm_ratings(
                 )
             jury.setdefault(key, (line, scores))
 
+    for _ in item_texts.keys() - records.keys():
+        report.skip("texts of an item the ratings file does not hold")
     _check_existing_raters(session, rater_lines, source)
     items = store_items(session, study, list(records.values()), report)
     raters = _clinicians(session, rows, report)
@@ -239,41 +243,40 @@ def _store_recorded_jury(
         "file": path.name,
     }
     config_hash = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
-    run = session.exec(
-        select(JuryRun).where(
-            JuryRun.study_id == study.id, JuryRun.source == RunSource.recorded, JuryRun.name == RECORDED_RUN_NAME
+    run, _ = recorded_run(session, study, RECORDED_RUN_NAME, config)
+    verdicts = [
+        RecordedVerdict(item_id=items[key].id, judge=RECORDED_JUDGE, scores=scores, raw_response=json.dumps(scores))
+        for key, (_, scores) in jury.items()
+    ]
+    write_recorded_verdicts(session, run, verdicts, report, cache_key=config_hash)
+
+
+def read_item_texts(
+    path: Path, column_map: dict[str, str], budget: ReadBudget | None = None
+) -> dict[tuple[str, str, str], tuple[str, str]]:
+    """The request and response of each item in a texts file, by (dataset_name, instance_id, model_key).
+
+    An item given twice is refused with both lines; every text must be storable (no NUL character).
+    """
+    source = str(path)
+    missing = [c for c in TEXT_COLUMNS if c not in csv_header(path, column_map)]
+    if missing:
+        raise InputFileError(source, f"missing column(s) {', '.join(missing)}; a texts file needs "
+                             f"{', '.join(TEXT_COLUMNS)}", line=1)
+    texts: dict[tuple[str, str, str], tuple[str, str]] = {}
+    lines: dict[tuple[str, str, str], int] = {}
+    for line, row in csv_rows(path, column_map, budget):
+        key = (
+            require_text(row["dataset_name"], source, line, "dataset_name").strip(),
+            require_text(row["instance_id"], source, line, "instance_id").strip(),
+            require_text(row["model_key"], source, line, "model_key").strip(),
         )
-    ).first()
-    if run is None:
-        run = JuryRun(
-            study_id=study.id,
-            name=RECORDED_RUN_NAME,
-            source=RunSource.recorded,
-            config=config,
-            config_hash=config_hash,
-            status=RunStatus.recorded,
-            finished_at=utcnow(),
-        )
-        session.add(run)
-        session.flush()
-    current = {
-        v.item_id: v
-        for v in session.exec(select(JudgeVerdict).where(JudgeVerdict.jury_run_id == run.id)).all()
-    }
-    for key, (_, scores) in jury.items():
-        item = items[key]
-        verdict = current.get(item.id)
-        if verdict is not None and verdict.scores == scores:
-            report.verdicts_unchanged += 1
-            continue
-        if verdict is None:
-            verdict = JudgeVerdict(jury_run_id=run.id, item_id=item.id, judge=RECORDED_JUDGE)
-        verdict.scores = scores
-        verdict.status = VerdictStatus.ok.value
-        verdict.cache_key = config_hash
-        verdict.raw_response = json.dumps(scores)
-        session.add(verdict)
-        report.verdicts_written += 1
-    run.calls_done = len(current) + sum(1 for k in jury if items[k].id not in current)
-    session.add(run)
-    session.flush()
+        if key in lines:
+            raise InputFileError(source, f"item {key} appears twice (first at line {lines[key]})", line=line,
+                                 field="instance_id")
+        lines[key] = line
+        question = check_text(require_text(row["question"], source, line, "question"), source, line, "question")
+        answer = check_text(require_text(row["answer"], source, line, "answer", allow_empty=True), source, line,
+                            "answer")
+        texts[key] = (question, answer)
+    return texts

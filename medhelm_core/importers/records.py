@@ -27,6 +27,9 @@ class ItemRecord:
     line: int | None = None
     #: where in a nested file the record was (``request_states[3].``), prefixed to a field's name in errors
     at: str = ""
+    #: False when the file held no texts for the item (a ratings file alone): such a record creates the item
+    #: with empty texts but never changes a stored one
+    has_texts: bool = True
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -52,6 +55,10 @@ class ImportReport:
     ratings_unchanged: int = 0
     verdicts_written: int = 0
     verdicts_unchanged: int = 0
+    #: recorded verdicts read that hold no score (stored as failed with their reason, never counted as scores)
+    verdicts_failed: int = 0
+    metric_scores_written: int = 0
+    metric_scores_unchanged: int = 0
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -88,8 +95,11 @@ def store_items(
     """Insert new items and update changed ones; returns every record's stored item by key.
 
     An item whose texts changed is updated only while nobody has rated or judged it: once it has
-    ratings or verdicts, changing what was rated would make them meaningless, so that is refused.
-    Every record is checked before the first statement, so a refused file sends none of its text.
+    ratings or verdicts, changing what was rated would make them meaningless, so that is refused. Two
+    exceptions change nothing that was rated: an item stored without its texts (``meta.text_available``
+    false) gets them whenever a file has them, and a record without texts (``has_texts`` false) leaves a
+    stored item as it is. Every record is checked before the first statement, so a refused file sends none
+    of its text.
     """
     for rec in records:
         check_values(rec)
@@ -115,13 +125,15 @@ def store_items(
             )
             session.add(item)
             report.items_created += 1
-        elif (item.input_text, item.output_text, item.reference_text, item.meta) != (
+        elif not rec.has_texts or (item.input_text, item.output_text, item.reference_text, item.meta) == (
             rec.input_text,
             rec.output_text,
             rec.reference_text,
             rec.meta,
         ):
-            if _is_rated(session, item):
+            report.items_unchanged += 1
+        else:
+            if not _fills_missing_texts(item, rec) and _is_rated(session, item):
                 raise InputFileError(
                     rec.source,
                     f"item {rec.key} is already rated or judged and its text differs from the stored one; "
@@ -132,11 +144,19 @@ def store_items(
             item.reference_text, item.meta = rec.reference_text, rec.meta
             session.add(item)
             report.items_updated += 1
-        else:
-            report.items_unchanged += 1
         stored[rec.key] = item
     session.flush()
     return stored
+
+
+def _fills_missing_texts(item: Item, rec: ItemRecord) -> bool:
+    """True when ``rec`` gives texts to an item stored without them, and changes no text it had."""
+    return (
+        (item.meta or {}).get("text_available") is False
+        and not item.input_text
+        and not item.output_text
+        and item.reference_text == rec.reference_text
+    )
 
 
 def _is_rated(session: Session, item: Item) -> bool:

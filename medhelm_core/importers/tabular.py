@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from medhelm_core.errors import InputFileError
+from medhelm_core.errors import InputFileError, ValidationError
 from medhelm_core.importers.limits import ReadBudget
 from medhelm_core.importers.records import ItemRecord, require_text
 from medhelm_core.importers.values import check_meta
@@ -229,3 +229,81 @@ def item_records(
     if not records:
         raise InputFileError(source, "no items in the file")
     return records
+
+
+def file_columns(path: Path, fmt: str, budget: ReadBudget | None = None, sample_rows: int = 50) -> list[str]:
+    """The column names of an item file in format ``csv``, ``jsonl`` or ``parquet``, in the order first seen in its
+    first ``sample_rows`` rows (a JSON Lines file may name different keys on different lines): what a mapping of
+    their names to ours (:data:`ITEM_COLUMNS`) is chosen from.
+
+    Examples
+    --------
+    >>> file_columns(Path("outputs.jsonl"), "jsonl")  # doctest: +SKIP
+    ['task', 'id', 'model', 'question', 'answer']
+    """
+    if fmt == "csv":
+        return csv_header(path, {})
+    seen: dict[str, None] = {}
+    for count, (_, row) in enumerate(rows(path, fmt, {}, budget), start=1):
+        seen.update(dict.fromkeys(row))
+        if count >= sample_rows:
+            break
+    return list(seen)
+
+
+def column_map_for(chosen: Mapping[str, str | None], columns: list[str]) -> dict[str, str]:
+    """The mapping (their name -> ours) that makes the file column ``chosen[ours]`` our column ``ours``, for each of
+    ours given a column; as ``--map THEIRS=OURS`` does on the command line.
+
+    A file column that already bears one of our names but is not the one chosen for it is kept, as metadata,
+    under ``<name>_in_file`` (instead of being overwritten by the chosen one). A file column chosen twice is a
+    :class:`~medhelm_core.errors.ValidationError`.
+
+    Examples
+    --------
+    >>> column_map_for({"input": "question", "output": "answer", "model": "model"}, ["question", "answer", "model"])
+    {'question': 'input', 'answer': 'output'}
+    >>> column_map_for({"input": "prompt"}, ["prompt", "input"])
+    {'prompt': 'input', 'input': 'input_in_file'}
+    """
+    picked = {ours: theirs for ours, theirs in chosen.items() if theirs}
+    twice = sorted({theirs for theirs in picked.values() if list(picked.values()).count(theirs) > 1})
+    if twice:
+        raise ValidationError(f"the file's column {', '.join(twice)} is chosen for more than one of ours")
+    mapping = {theirs: ours for ours, theirs in picked.items() if theirs != ours}
+    for ours in picked:
+        if ours in columns and ours not in mapping and picked.get(ours) != ours:
+            mapping[ours] = f"{ours}_in_file"
+    return mapping
+
+
+#: names other tools give our columns, most likely first (compared case-insensitively)
+COLUMN_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "benchmark": ("benchmark", "task", "dataset", "dataset_name", "scenario"),
+    "instance_id": ("instance_id", "id", "instance", "example_id", "question_id"),
+    "model": ("model", "model_name", "model_key", "model_id"),
+    "input": ("input", "prompt", "question", "request", "query"),
+    "output": ("output", "response", "answer", "completion", "prediction"),
+    "reference": ("reference", "gold", "reference_answer", "target", "expected", "ideal"),
+}
+
+
+def suggested_columns(columns: list[str]) -> dict[str, str | None]:
+    """For each of our columns (:data:`ITEM_COLUMNS`), the file column most likely to hold it (the same name, else
+    a common other name, see :data:`COLUMN_SYNONYMS`), or None; no file column is suggested twice.
+
+    Examples
+    --------
+    >>> suggested_columns(["Task", "id", "model", "question", "answer"])
+    {'benchmark': 'Task', 'instance_id': 'id', 'model': 'model', 'input': 'question', 'output': 'answer', \
+'reference': None}
+    """
+    by_name = {c.strip().lower(): c for c in reversed(columns)}  # the first of two that differ only in case
+    used: set[str] = set()
+    suggested: dict[str, str | None] = {}
+    for ours in ITEM_COLUMNS:
+        found = next((by_name[n] for n in COLUMN_SYNONYMS[ours] if n in by_name and by_name[n] not in used), None)
+        suggested[ours] = found
+        if found is not None:
+            used.add(found)
+    return suggested

@@ -7,6 +7,10 @@ Retries: rate limits (honouring ``Retry-After``), timeouts, connection and serve
 exponential back-off and jitter; other errors (a bad request, an unknown model) fail the verdict at once.
 Missing or refused credentials stop the whole run with a message naming the variable to set, since every
 other call to that judge would fail the same way.
+
+A judge with its own API base (a local OpenAI-compatible server: vLLM, Ollama, llama.cpp) needs no key: unless it
+names a key variable, it gets the provider's variable when that is set, and otherwise :data:`NO_KEY` (the client
+library refuses to call without a value; a server started without a key ignores it).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from medhelm_core.jury.prompt import reminder_message
 from medhelm_core.jury.store import VerdictOutcome, WorkItem
 
 REMINDER_SEPARATOR = "\n\n----- answer after a reminder -----\n\n"
+#: the key sent to a judge's own API base when it has no key variable and the provider's is unset (not a secret)
+NO_KEY = "no-key"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 _RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 
@@ -101,6 +107,9 @@ def _key_variables(litellm: Any, judge: JudgeSpec) -> list[str]:
 
 def credentials_message(litellm: Any, judge: JudgeSpec) -> str:
     """What to do when a judge has no key: the variable to set, and that any value suits a local server."""
+    if judge.api_base and not judge.api_key_env:
+        return (f"judge {judge.model}: the server at {judge.api_base} refused the call without a valid key; name the "
+                "environment variable that holds its key (Key variable on the Jury page, --api-key-env)")
     names = _key_variables(litellm, judge)
     if not names:
         return f"judge {judge.model}: the provider refused the credentials; check its API key variable"
@@ -111,20 +120,25 @@ def credentials_message(litellm: Any, judge: JudgeSpec) -> str:
     )
 
 
-def api_key_for(judge: JudgeSpec) -> str | None:
-    """The key from the variable the judge names; None lets litellm read the provider's own variable."""
-    if judge.api_key_env is None:
-        return None
-    return os.environ.get(judge.api_key_env) or None
+def api_key_for(judge: JudgeSpec, litellm: Any = None) -> str | None:
+    """The key from the variable the judge names; for a judge with its own API base and no key variable, :data:`NO_KEY`
+    when the provider's variable is unset (``litellm`` tells which that is); else None, which lets litellm read the
+    provider's own variable."""
+    if judge.api_key_env is not None:
+        return os.environ.get(judge.api_key_env) or None
+    if judge.api_base and litellm is not None and _key_variables(litellm, judge):
+        return NO_KEY
+    return None
 
 
 def check_credentials(litellm: Any, config: JuryConfig) -> None:
-    """Refuse to start when a judge's key variable is unset, before any call is made."""
+    """Refuse to start when a judge's key variable is unset, before any call is made. A judge with its own API base
+    and no key variable needs none (:func:`api_key_for`)."""
     for judge in config.judges:
         if judge.api_key_env is not None:
             if not api_key_for(judge):
                 raise MissingCredentialsError(credentials_message(litellm, judge))
-        elif _key_variables(litellm, judge):
+        elif not judge.api_base and _key_variables(litellm, judge):
             raise MissingCredentialsError(credentials_message(litellm, judge))
 
 
@@ -192,7 +206,7 @@ async def complete(litellm: Any, judge: JudgeSpec, config: JuryConfig, messages:
                     model=judge.model,
                     messages=messages,
                     api_base=judge.api_base,
-                    api_key=api_key_for(judge),
+                    api_key=api_key_for(judge, litellm),
                     temperature=judge.temperature,
                     max_tokens=judge.max_tokens,
                     timeout=judge.timeout,

@@ -5,12 +5,13 @@ criterion of one item. Read-only; the run itself is written by :mod:`medhelm_cor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
 from sqlmodel import Session
 
-from medhelm_core.db.models import JuryRun, RunSource, Study
+from medhelm_core.db.models import JuryRun, RunSource, Study, utcnow
 from medhelm_core.errors import NotFoundError
 from medhelm_core.frames import jury_runs
 from medhelm_core.jury.run_versions import run_versions
@@ -55,6 +56,21 @@ class RunProgress:
     def active(self) -> bool:
         """True while a worker is running the run or stopping it."""
         return self.status in ACTIVE_STATUSES
+
+    @property
+    def may_change(self) -> bool:
+        """True while the stored status says a worker has the run, even if its heartbeat is late (the run then
+        reads ``interrupted``): under load a live worker can be silent for a while and still finish, so whoever
+        shows the run keeps reading it until the stored status ends."""
+        return self.run.status in ACTIVE_STATUSES
+
+    @property
+    def silent_seconds(self) -> float | None:
+        """Seconds since the worker's last heartbeat, while the run may change; None otherwise."""
+        beat = self.state.get("heartbeat_at")
+        if not self.may_change or beat is None:
+            return None
+        return max(0.0, (utcnow() - datetime.fromisoformat(beat)).total_seconds())
 
     @property
     def recorded(self) -> bool:

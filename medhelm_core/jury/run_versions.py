@@ -9,6 +9,8 @@ of the study's rubric (:func:`medhelm_core.rubric.judge_rubric`); both, and the 
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +44,7 @@ class RunVersions:
     prompt_name: str | None
     prompt_version: int | None
     prompt_hash: str | None
+    origin: str | None = None
 
     @property
     def recorded(self) -> bool:
@@ -57,10 +60,11 @@ class RunVersions:
 
     @property
     def prompt_label(self) -> str:
-        """``medhelm v2``; ``not recorded`` for imported scores; ``custom (not stored)`` for text that is no
-        stored version; ``unknown`` when the run kept no template."""
+        """``medhelm v2``; ``HELM's, kept with each verdict`` for verdicts imported from HELM run folders (each
+        stored verdict holds the judge prompt it answered); ``not recorded`` for other imported scores;
+        ``custom (not stored)`` for text that is no stored version; ``unknown`` when the run kept no template."""
         if self.recorded and self.prompt_version is None:
-            return "not recorded"
+            return "HELM's, kept with each verdict" if self.origin == "helm" else "not recorded"
         if self.prompt_version is None and self.prompt_hash is None:
             return "unknown"
         if self.prompt_version is None:
@@ -81,11 +85,19 @@ class RunVersions:
 
     @property
     def short_label(self) -> str:
-        """What tells versions apart at a glance (an axis label): ``run 3: prompt medhelm v2, rubric medhelm v1,
-        2 judges``; the judges' names are in :attr:`label`."""
+        """What tells runs apart at a glance (an axis label, a choice): the judges first, by their short names,
+        then the prompt and rubric versions: ``run 3: gpt-4o + claude-3-7-sonnet (prompt medhelm v2, rubric
+        medhelm v1)``. The judges' full names are in :attr:`label`.
+
+        Examples
+        --------
+        >>> RunVersions(3, "x", "litellm", ("openai/gpt-4o-2024-05-13", "anthropic/claude-3-7-sonnet-20250219"),
+        ...             "medhelm", 1, "medhelm", 2, None).short_label
+        'run 3: gpt-4o + claude-3-7-sonnet (prompt medhelm v2, rubric medhelm v1)'
+        """
         kind = " (recorded)" if self.recorded else ""
-        return (f"run {self.run_id}{kind}: prompt {self.prompt_label}, rubric {self.rubric_label}, "
-                f"{len(self.judges)} judge{'s' if len(self.judges) != 1 else ''}")
+        return f"run {self.run_id}{kind}: {short_judge_names(self.judges)} (prompt {self.prompt_label}, " \
+               f"rubric {self.rubric_label})"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data with the labels, for ``--json`` and tables."""
@@ -93,8 +105,33 @@ class RunVersions:
             "run_id": self.run_id, "name": self.name, "source": self.source, "judges": list(self.judges),
             "rubric_name": self.rubric_name, "rubric_version": self.rubric_version,
             "prompt_name": self.prompt_name, "prompt_version": self.prompt_version,
-            "prompt_hash": self.prompt_hash, "label": self.label,
+            "prompt_hash": self.prompt_hash, "origin": self.origin, "label": self.label,
         }
+
+
+_DATE_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
+
+
+def short_judge_names(judges: Sequence[str]) -> str:
+    """The judges joined with `` + ``, each without its provider prefix and date stamp, unless two would then
+    read the same (``openai/gpt-4o-2024-05-13`` and ``openai/gpt-4o-2024-08-06`` keep their dates).
+
+    Examples
+    --------
+    >>> short_judge_names(["openai/gpt-4o-2024-05-13", "meta/llama-3.3-70b-instruct"])
+    'gpt-4o + llama-3.3-70b-instruct'
+    >>> short_judge_names(["openai/gpt-4o-2024-05-13", "openai/gpt-4o-2024-08-06"])
+    'gpt-4o-2024-05-13 + gpt-4o-2024-08-06'
+    >>> short_judge_names([])
+    'no judges'
+    """
+    if not judges:
+        return "no judges"
+    bare = [j.rsplit("/", 1)[-1] for j in judges]
+    short = [_DATE_SUFFIX.sub("", b) for b in bare]
+    names = [s if short.count(s) == 1 else b for s, b in zip(short, bare, strict=True)]
+    names = [n if names.count(n) == 1 else full for n, full in zip(names, judges, strict=True)]
+    return " + ".join(names)
 
 
 def run_versions(run: JuryRun, session: Session | None = None) -> RunVersions:
@@ -123,6 +160,7 @@ def run_versions(run: JuryRun, session: Session | None = None) -> RunVersions:
         prompt_name=prompt_name,
         prompt_version=prompt_version,
         prompt_hash=config.get("prompt_template_hash"),
+        origin=config.get("origin"),
     )
 
 

@@ -190,6 +190,11 @@ async def run_jury_async(
         unpriced_before = set(run_state(run).get("unpriced") or [])
     mark_running(engine, run_id, plan.planned, actor)
     job = _Job(engine, run_id, config, plan.planned, stop or threading.Event(), on_progress)
+    # The heartbeat beats from the moment the run is marked running until it is marked finished: importing litellm,
+    # copying reused verdicts and storing the last answers take seconds (many under load), and a run silent for
+    # HEARTBEAT_STALE reads "interrupted" to the page, the CLI and a resume, which would take it over.
+    quiet = asyncio.Event()
+    beat = asyncio.create_task(job.heartbeat(quiet))
     # Everything stored from here on (verdicts, the run's error) is redacted with these.
     status, error, reused = RunStatus.finished, None, 0
     try:
@@ -209,6 +214,10 @@ async def run_jury_async(
         status, error = RunStatus.failed, redact(f"{type(exc).__name__}: {exc}", job.secrets)
         raise
     finally:
+        # Let the heartbeat end by itself rather than cancel it: a beat cancelled in flight would still write, after
+        # finish_run, the run's state as it read it before (losing the error and the unpriced models).
+        quiet.set()
+        await asyncio.gather(beat, return_exceptions=True)
         finish_run(engine, run_id, status, error=error, unpriced=sorted(job.unpriced | unpriced_before))
     with transaction(engine) as session:
         run = session.get(JuryRun, run_id)
@@ -257,7 +266,6 @@ class _Job:
         queue: asyncio.Queue[tuple[VerdictOutcome, asyncio.Future[None]] | None] = asyncio.Queue()
         limits = {j.model: asyncio.BoundedSemaphore(j.concurrency) for j in self.config.judges}
         writers = [asyncio.create_task(self._writer(queue)) for _ in range(self.n_writers)]
-        beat = asyncio.create_task(self._heartbeat())
         calls = [asyncio.create_task(self._call(w, limits[w.judge.model], queue)) for w in todo]
         try:
             if calls:
@@ -268,7 +276,6 @@ class _Job:
             await asyncio.gather(*calls, return_exceptions=True)
             raise
         finally:
-            beat.cancel()
             # Whatever arrived is written before we return, even on Ctrl-C.
             for _ in writers:
                 queue.put_nowait(None)
@@ -327,10 +334,16 @@ class _Job:
             p.calls_made = self.calls_made
             self._report()
 
-    async def _heartbeat(self) -> None:
+    async def heartbeat(self, quiet: asyncio.Event) -> None:
+        """Until ``quiet`` is set: beat every HEARTBEAT_SECONDS, and watch for a stop request (from the page, through
+        the database) every STOP_POLL_SECONDS."""
         last_beat = time.monotonic()
-        while True:
-            await asyncio.sleep(STOP_POLL_SECONDS)
+        while not quiet.is_set():
+            try:
+                await asyncio.wait_for(quiet.wait(), STOP_POLL_SECONDS)
+                return
+            except TimeoutError:
+                pass
             try:
                 if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
                     status = await asyncio.to_thread(heartbeat, self.engine, self.run_id)

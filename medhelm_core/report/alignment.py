@@ -91,6 +91,9 @@ def alignment_sections(content: ReportContent) -> list[Section]:
             "bootstrap interval (the same resampled items for both runs) excludes 0." + ceiling,
             versions_display(versions.table), "versions",
         ))
+    from medhelm_core.report.model_sections import model_sections  # it builds on Section
+
+    sections += model_sections(content)
     for heading, table in quality_displays(content):
         sections.append(Section(f"Rater quality: {heading.lower()}", "", table))
     return sections

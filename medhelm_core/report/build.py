@@ -33,6 +33,8 @@ class ReportFiles:
     manifest: Path
     data_files: dict[str, int]
     headline: list[dict[str, Any]]
+    #: every agreement figure is n/a: the report says there is nothing to show yet
+    nothing_to_show: bool = False
 
 
 def _write_atomic(path: Path, payload: bytes) -> None:
@@ -105,6 +107,7 @@ def write_report(
         manifest=out_dir / MANIFEST,
         data_files=data_files,
         headline=pooled.to_dict("records"),
+        nothing_to_show=content.nothing_to_show,
     )
 
 

@@ -27,6 +27,7 @@ from medhelm_core.db.models import Study
 from medhelm_core.frames import clinician_ratings_frame, metric_scores_frame, rating_history_frame, verdicts_frame
 from medhelm_core.jury.config import rubric_to_dict
 from medhelm_core.report.content import ReportContent
+from medhelm_core.report.model_sections import model_manifest
 
 BUNDLE_DIR = "data"
 MANIFEST = "manifest.json"
@@ -82,6 +83,8 @@ def _alignment_tables(content: ReportContent) -> dict[str, pd.DataFrame]:
     if content.quality is not None:
         tables.update(rater_speed=content.quality.speed, gold_accuracy=content.quality.gold,
                       test_retest=content.quality.retest)
+    if content.models is not None:
+        tables.update(content.models.tables())
     out = {}
     for stem, frame in tables.items():
         if frame is not None and not frame.empty:
@@ -132,6 +135,7 @@ def manifest(content: ReportContent, files: dict[str, dict[str, Any]]) -> dict[s
         # medhelm_core.csv_safe: how to get a quoted text back (read_scores_long does it)
         "csv_formula_quoting": "a text cell that would start a spreadsheet formula (= + - @ tab or carriage "
                                "return, after any leading ') has one ' prepended: remove it to read the value",
+        "models": model_manifest(content.models),
         "schema_revision": content.schema_revision,
         "package_versions": content.versions,
         "files": files,

@@ -47,8 +47,11 @@ from medhelm_core.figures import (
     score_distribution,
     version_chart,
 )
-from medhelm_core.format import intervals, number
+from medhelm_core.figures.displays import headline_strings
+from medhelm_core.figures.model_figures import ModelFigures
+from medhelm_core.format import number
 from medhelm_core.rating.quality import RaterQuality, study_rater_quality
+from medhelm_core.report.model_sections import MODEL_CHART_TITLES, model_charts, report_model_figures
 
 #: distributions whose versions decide the figures (or how they are drawn); listed in the manifest
 PACKAGES = (
@@ -63,6 +66,7 @@ PACKAGES = (
     "fpdf2",
     "sqlalchemy",
     "sqlmodel",
+    "ppi-python",
 )
 EXCERPT_CHARS = 240
 CHART_TITLES = {
@@ -74,6 +78,7 @@ CHART_TITLES = {
     "distribution": "Distribution of scores",
     "judge_subsets": "Which judges to trust",
     "versions": "Jury versions: agreement with clinicians",
+    **MODEL_CHART_TITLES,
 }
 
 
@@ -127,6 +132,8 @@ class ReportContent:
     version_figures: VersionFigures | None = None
     #: speed flags, gold accuracy and test-retest of the clinicians
     quality: RaterQuality | None = None
+    #: the models: clinician-anchored scores, rankings, win rates (medhelm_core.figures.model_figures)
+    models: ModelFigures | None = None
 
     @property
     def benchmarks(self) -> list[str]:
@@ -138,6 +145,18 @@ class ReportContent:
     def jury_label(self) -> str:
         """Which jury run, and whether it is recorded."""
         return self.data.jury_run.label if self.data.jury_run else "no jury run"
+
+    @property
+    def nothing_to_show(self) -> bool:
+        """True when every agreement figure of the headline is n/a (too few shared items, raters who gave every item
+        the same score ...): the report then says so instead of drawing empty charts."""
+        return not self.headline["icc"].notna().any()
+
+
+#: what a report says at its top when every agreement figure is n/a
+NOTHING_TO_SHOW = ("Nothing to show yet: every agreement figure of this selection is n/a. The notes in the tables "
+                   "say why (for example too few items shared by two raters, or a rater who gave every item the same "
+                   "score); the data bundle holds the scores as they are.")
 
 
 def package_versions() -> dict[str, str]:
@@ -214,6 +233,7 @@ def report_content(
                               seed=options.seed)
     subsets = judge_subset_table(long)
     versions = compute_version_figures(session, study, options.benchmarks, n_resamples=options.n_resamples)
+    models = report_model_figures(session, study, options)
     charts: dict[str, alt.TopLevelMixin] = {"icc": icc_chart(headline)}
     if means["jury"].notna().any():
         charts["scatter"] = scatter_chart(means, data.scale)
@@ -229,6 +249,7 @@ def report_content(
     if not versions.table.empty:
         charts["versions"] = version_chart(versions.table, versions.ceiling, versions.ceiling_low,
                                            versions.ceiling_high)
+    charts.update(model_charts(models))
     return ReportContent(
         options=options,
         data=data,
@@ -250,26 +271,13 @@ def report_content(
         subsets=subsets,
         version_figures=versions,
         quality=study_rater_quality(session, study),
+        models=models,
     )
 
 
 def headline_display(headline: pd.DataFrame) -> pd.DataFrame:
-    """The headline table as strings, the way the report prints it."""
-    return pd.DataFrame(
-        {
-            "comparison": headline["comparison"],
-            "benchmark": headline["benchmark"],
-            "criterion": headline["criterion"],
-            "ICC(3,k)": headline["icc"].map(number),
-            "95% CI": intervals(headline["ci_low"], headline["ci_high"]),
-            "n": headline["n_items"].astype(str),
-            "r": headline["pearson_r"].map(number),
-            "rho": headline["spearman_rho"].map(number),
-            "kappa": headline["kappa_qw"].map(number),
-            "reading": headline["reading"],
-            "note": headline["note"],
-        }
-    )
+    """The headline table as strings, as the report prints it (:func:`~.displays.headline_strings`)."""
+    return headline_strings(headline)
 
 
 def disagreements_display(d: pd.DataFrame) -> pd.DataFrame:

@@ -18,7 +18,13 @@ import pandas as pd
 from medhelm_core.figures.displays import agreement_display, leniency_display
 from medhelm_core.format import number
 from medhelm_core.report.alignment import alignment_sections
-from medhelm_core.report.content import CHART_TITLES, ReportContent, disagreements_display, headline_display
+from medhelm_core.report.content import (
+    CHART_TITLES,
+    NOTHING_TO_SHOW,
+    ReportContent,
+    disagreements_display,
+    headline_display,
+)
 from medhelm_core.report.method import method_paragraphs, recompute_snippet
 
 #: the Vega-Lite version (major.minor) the installed Altair writes; the inlined bundle must match it
@@ -36,7 +42,7 @@ td.nowrap { white-space: nowrap; }
 details summary { cursor: pointer; }
 """
 _NOWRAP = {"95% CI", "comparison", "benchmark"}
-_NUMERIC = {"ICC(3,k)", "n", "r", "rho", "kappa", "estimate", "icc", "jury", "clinician mean", "difference"}
+_NUMERIC = {"ICC(3,k)", "n", "n (of)", "r", "rho", "kappa", "estimate", "icc", "jury", "clinician mean", "difference"}
 
 
 @lru_cache(maxsize=2)
@@ -101,12 +107,16 @@ def render_html(content: ReportContent, bundle_files: dict[str, int] | None = No
             '<p class="recorded">The jury scores are <strong>recorded</strong>: imported from elsewhere '
             "(such as MedHELM's published jury means), not judges called by this app.</p>"
         )
+    if content.nothing_to_show:
+        parts.append(f'<p class="recorded">{esc(NOTHING_TO_SHOW)}</p>')
     pooled = content.headline[
         (content.headline["benchmark"] == "pooled") & (content.headline["criterion"] == "composite")
     ]
     parts += [
         "<h2>Headline agreement</h2>",
-        "<p>ICC(3,k) of each rater with the clinicians on the composite, pooled over the benchmarks; the full "
+        "<p>Each rater with the clinicians on the composite, pooled over the benchmarks: ICC(C,k) of z-scored sides "
+        "as MedHELM (with r and rho beside it), and the clinicians' agreement from every clinician (ICC(1), the "
+        "ceiling) beside the paper's one pair; n is the items used of those the figure could use. The full "
         "table below gives each benchmark and criterion.</p>",
         table_html(headline_display(pooled)),
         _chart("icc", content),

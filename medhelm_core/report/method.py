@@ -78,17 +78,26 @@ def method_paragraphs(content: ReportContent) -> list[tuple[str, str]]:
         "the sample standard deviation), so scales of 1-5 and 0-1 can be compared. The intraclass correlation "
         "is ICC(3,k): two-way mixed effects, consistency, the average of k = 2 raters (Shrout and Fleiss "
         "1979; pingouin's ICC3k), over the items both sides scored; items lacking either side are left out. "
-        "Its 95% interval is the exact F-based one. Pearson's r and Spearman's rho are computed on the same "
-        "z-scores (with two z-scored raters ICC(3,k) = 2r / (1 + r)); the quadratic-weighted kappa is computed "
-        "on the raw scores rounded to integers, and only when both sides are on the rating scale. "
+        "In words: ICC(C,k), the consistency of the mean of the two sides. Its 95% interval is the exact "
+        "F-based one. Pearson's r and Spearman's rho are computed on the same z-scores and printed beside it, "
+        "since with two z-scored raters ICC(3,k) = 2r / (1 + r) (0.474 is r = 0.31); the quadratic-weighted "
+        "kappa is computed on the criterion scores as they are (integers) and on means rounded to the nearest "
+        "level, halves away from zero (4.5 to 5, 3.5 to 4), and only when both sides are on the rating scale. "
         "The clinician-clinician baseline is ICC(3,k) of the single pair of clinicians who share the most "
         "items (ties go to the first pair in sorted order), each z-scored over all of their own ratings. "
+        "Beside that one pair, the clinicians' agreement from every clinician: ICC(1), the one-way absolute "
+        "agreement of one clinician over every item two or more clinicians rated, on the raw scale (unbalanced "
+        "one-way ANOVA with the adjusted group size k0; F interval), and the clinician ceiling, each clinician "
+        "against the mean of the others on the items they share (z-scored ICC(3,k)), given as the median over "
+        "clinicians with their range (a range, not a confidence interval). Every figure states n as the items "
+        "used of the items it could have used, so a listwise deletion shows. "
         f"A figure needs at least {MIN_ITEMS} shared items; a rater who gives every item the same score has no "
-        "z-scores, and the figure is then reported as n/a with a note."
+        "z-scores, and a figure that is undefined (no variance, a zero denominator, a bound outside the ICC's "
+        "range) is reported as n/a with a note, never as a number."
     )
     if opts.protocol == "medhelm":
-        protocol += (" No bootstrap is used in this protocol (the 'full' protocol adds bootstrap intervals that "
-                     "resample items).")
+        protocol += (" No bootstrap is used in this protocol; the 'full' protocol adds absolute agreement on the "
+                     "raw scale.")
     out.append(("Agreement", protocol))
     scope = (
         "Every figure is computed for each benchmark alone and for the benchmarks pooled ('pooled'); the "
@@ -100,19 +109,30 @@ def method_paragraphs(content: ReportContent) -> list[tuple[str, str]]:
         out.append(
             (
                 "Full protocol",
-                "Besides ICC(3,k), all six ICC forms (ICC1, ICC2, ICC3 single and average) are reported with F "
-                f"intervals and with bootstrap intervals (BCa, {opts.n_resamples} resamples of items with "
-                f"replacement, seed {opts.seed}); the headline uses the bootstrap interval of ICC(3,k). For "
-                "clinicians, every overlapping clinician is also used: the one-way ICC(1) with the adjusted group "
-                "size k0 for unequal numbers of ratings per item, and Krippendorff's alpha (interval and ordinal).",
+                "Besides ICC(C,k), each pair is given ICC(C,1) (consistency of one rater, z-scored, F interval) and "
+                "absolute agreement on the raw scale, where z-scoring would remove the leniency it is meant to "
+                "see: ICC(A,1) and ICC(A,k) (two-way, absolute agreement; McGraw and Wong 1996), the jury as one "
+                "more rater beside the mean clinician, only when both sides are on the rating scale (not for "
+                "metrics). Their intervals were chosen by a coverage study (docs/benchmarks.md): McGraw and "
+                "Wong's F interval covers 76-92% once raters differ and are drawn at random, and 100% (needlessly "
+                "wide) for fixed raters, so the interval is the generalized confidence interval (Weerahandi 1993; "
+                "Ionan et al. 2014; 5,000 draws, fixed seed), with fixed rater effects for the jury and a judge "
+                "beside the mean clinician and random rater effects for the two clinicians of the pair. With two "
+                "clinicians drawn at random the spread between raters rests on one degree of freedom, so that "
+                "interval stays wide however many items are rated; the note says so. Bootstrap intervals over "
+                "items are not used: they cover 89-94% at 30 items. The one-way ICC(1) is given only over every "
+                "clinician (raters that differ by item), with Krippendorff's alpha (interval and ordinal).",
             )
         )
     out += _alignment_paragraphs(content)
     out.append(
         (
             "Readings and charts",
-            "Readings follow Koo and Li (2016): poor below 0.5, moderate 0.5 to 0.75, good 0.75 to 0.9, excellent "
-            "above 0.9. The per-item charts use the raw composite: the Bland-Altman bias is the mean of jury "
+            "Readings follow Koo and Li (2016, J Chiropr Med 15:155-163): poor below 0.5, moderate 0.5 to 0.75, "
+            "good 0.75 to 0.9, excellent above 0.9. They are given only for the reliability forms on the raw "
+            "scale they were written for (ICC(A,1), ICC(A,k), ICC(1)), not for ICC(C,k) of two z-scored sides, "
+            "which is a function of a correlation. The per-item charts use the raw composite: the Bland-Altman bias "
+            "is the mean of jury "
             "minus mean clinician and its limits of agreement are the bias plus or minus 1.96 standard "
             "deviations of that difference. A clinician's leniency (mean z) is the mean, over items shared with "
             "other clinicians, of their composite minus the others' mean on that item, divided by the standard "
@@ -147,7 +167,8 @@ def _alignment_paragraphs(content: ReportContent) -> list[tuple[str, str]]:
         "Beside each ICC, Gwet's AC2 with quadratic weights (Gwet 2008 and 2014: chance agreement from how the "
         "ratings spread over the categories of the whole scale) and Cohen's quadratic-weighted kappa, for the "
         "clinician pair and for the mean clinician against the jury and each judge. Both sides are rounded to the "
-        "nearest level of the scale first (half to even), since means and composites fall between levels. "
+        "nearest level of the scale first (halves away from zero: 4.5 to 5, 3.5 to 4), since means and composites "
+        "fall between levels; criterion scores of single clinicians are integers and are used as they are. "
         f"Their 95% intervals are BCa bootstrap intervals over items ({opts.n_resamples} resamples, seed "
         f"{opts.seed}); with two raters per item both coefficients depend on the items only through the table of "
         "score pairs, so an item resample is drawn as a multinomial sample of that table's cells, with the exact "

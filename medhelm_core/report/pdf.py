@@ -9,6 +9,7 @@ show replaced, so a PDF is always produced.
 from __future__ import annotations
 
 import importlib.util
+import logging
 from io import BytesIO
 from pathlib import Path
 
@@ -19,9 +20,16 @@ from fpdf.fonts import FontFace
 from medhelm_core.figures.displays import agreement_display, leniency_display
 from medhelm_core.format import number
 from medhelm_core.report.alignment import alignment_sections
-from medhelm_core.report.content import CHART_TITLES, ReportContent, disagreements_display, headline_display
+from medhelm_core.report.content import (
+    CHART_TITLES,
+    NOTHING_TO_SHOW,
+    ReportContent,
+    disagreements_display,
+    headline_display,
+)
 from medhelm_core.report.method import method_paragraphs, recompute_snippet
 
+_log = logging.getLogger(__name__)
 _FONT_CANDIDATES = (Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"),)
 _PNG_SCALE = 2.0
 
@@ -110,13 +118,25 @@ def _table(pdf: _Report, frame: pd.DataFrame, size: float = 6.5, widths: tuple[f
 
 
 def _chart(pdf: _Report, content: ReportContent, name: str, heading: str | None = None) -> None:
-    """A chart as a PNG at its natural size (at most the page width), with its heading on the same page."""
+    """A chart as a PNG at its natural size (at most the page width), with its heading on the same page.
+
+    A chart Vega cannot draw (an empty or all-n/a selection can leave it no size or no scale) becomes a line saying
+    so: its figures are in the tables and the data bundle, and the rest of the report is still written.
+    """
     import vl_convert
 
     chart = content.charts.get(name)
     if chart is None:
         return
-    png = vl_convert.vegalite_to_png(chart.to_json(), scale=_PNG_SCALE)
+    try:
+        png = vl_convert.vegalite_to_png(chart.to_json(), scale=_PNG_SCALE)
+    except ValueError as exc:  # vl-convert reports every failure as a ValueError
+        _log.warning("report chart %s not drawn: %s", name, str(exc).splitlines()[0] if str(exc) else exc)
+        if heading:
+            _heading(pdf, heading)
+        _paragraph(pdf, f"({CHART_TITLES.get(name, name)}: nothing to draw for this selection; the figures are in "
+                        "the tables and the data bundle.)")
+        return
     width_px, height_px = _png_size(png)
     width = min(pdf.epw, width_px / _PNG_SCALE * 0.26)  # ~96 dpi, 0.26 mm per CSS pixel
     height = width * height_px / width_px
@@ -158,13 +178,15 @@ def render_pdf(content: ReportContent) -> bytes:
             "The jury scores are RECORDED: imported from elsewhere (such as MedHELM's published jury "
             "means), not judges called by this app.",
         )
+    if content.nothing_to_show:
+        _paragraph(pdf, NOTHING_TO_SHOW, 10)
     headline = content.headline
     pooled = headline[(headline["benchmark"] == "pooled") & (headline["criterion"] == "composite")]
     _heading(pdf, "Headline agreement")
-    _table(pdf, headline_display(pooled), 7, (28, 18, 18, 13, 19, 7, 10, 10, 11, 14, 34))
+    _table(pdf, headline_display(pooled), 7, (24, 14, 14, 16, 12, 20, 12, 10, 10, 10, 12, 28))
     _chart(pdf, content, "icc")
     _heading(pdf, "Per benchmark and criterion", 11, keep=20)
-    _table(pdf, headline_display(headline), 6, (28, 20, 18, 13, 19, 7, 10, 10, 11, 14, 32))
+    _table(pdf, headline_display(headline), 6, (24, 14, 14, 16, 12, 20, 12, 10, 10, 10, 12, 28))
     _heading(pdf, "Method")
     for head, text in method_paragraphs(content):
         _heading(pdf, head, 10, keep=12)
@@ -203,7 +225,7 @@ def render_pdf(content: ReportContent) -> bytes:
     if "distribution" in content.charts:
         _chart(pdf, content, "distribution", CHART_TITLES["distribution"])
     _heading(pdf, "Every figure", keep=20)
-    _table(pdf, agreement_display(content.agreement), 5.5, (26, 16, 16, 16, 11, 18, 16, 8, 55))
+    _table(pdf, agreement_display(content.agreement), 5.5, (24, 14, 14, 14, 34, 10, 16, 14, 10, 10, 22))
     _heading(pdf, "Versions", keep=30)
     _table(
         pdf, pd.DataFrame({"package": list(content.versions), "version": list(content.versions.values())}), 7, (60, 60)

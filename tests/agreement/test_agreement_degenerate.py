@@ -114,3 +114,16 @@ def test_duplicate_item_rater_rows_are_an_error_that_names_them() -> None:
     study = study_long(6)
     with pytest.raises(AgreementInputError, match="item 'i1', rater 'jury', criterion 'clarity'"):
         agreement_table(pd.concat([study, study.iloc[[11]]]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_undefined_bounds_are_nan_with_a_note_never_a_huge_number(seed: int) -> None:
+    # Small studies with coarse scores: where the F bounds of ICC(2) used to reach -2.7e9 and ICC(2,k) 1e16.
+    rng = np.random.default_rng(seed)
+    long = study_long(4 + seed, score=lambda i, r, c: float(rng.integers(1, 6)))
+    table = agreement_table(long, protocol="full", n_resamples=50)
+    values = table[["estimate", "ci_low", "ci_high"]].to_numpy(dtype=float)
+    assert (np.abs(values[np.isfinite(values)]) < 1e3).all()
+    bounded = table[table["ci_method"].isin(["F", "GCI (raters fixed)", "GCI (raters random)"])]
+    missing = bounded[bounded["estimate"].notna() & bounded[["ci_low", "ci_high"]].isna().any(axis=1)]
+    assert (missing["note"].str.len() > 0).all(), missing

@@ -36,9 +36,12 @@ def test_quadratic_kappa_matches_scikit_learn_when_it_is_present() -> None:
             assert weighted_kappa(a, b, weights=weights) == pytest.approx(expected, abs=1e-12)
 
 
-def test_kappa_rounds_means_half_to_even_like_medhelms_script() -> None:
-    # 2.5 -> 2 and 3.5 -> 4, as pandas' round() does in the paper's code.
-    assert weighted_kappa([2.5, 3.5, 1.0], [2, 4, 1]) == pytest.approx(1.0)
+def test_kappa_rounds_means_half_away_from_zero_the_same_at_every_level() -> None:
+    # 1.5 -> 2, 2.5 -> 3, 3.5 -> 4, 4.5 -> 5: one rule at every level, where half to even (MedHELM's script,
+    # numpy, pandas) sends 2.5 and 4.5 down but 1.5 and 3.5 up.
+    assert weighted_kappa([1.5, 2.5, 3.5, 4.5, 1.0], [2, 3, 4, 5, 1]) == pytest.approx(1.0)
+    # A half computed with float noise (13/6 + 14/6 - 0.5 = 4.0 here, 4.4999... elsewhere) counts as a half.
+    assert weighted_kappa([(13 / 3 + 14 / 3) / 2, 1.0, 3.0], [5, 1, 3]) == pytest.approx(1.0)
 
 
 def test_perfect_and_undefined_kappa() -> None:

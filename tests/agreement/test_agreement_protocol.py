@@ -10,9 +10,10 @@ import pingouin as pg
 import pytest
 from scipy import stats
 
-from medhelm_core.agreement import agreement_table
-from medhelm_core.agreement.icc import ICC_TYPES, PINGOUIN_NAMES, icc_matrix
-from medhelm_core.agreement.pairs import zscore_within
+from medhelm_core.agreement import agreement_table, icc1_unbalanced
+from medhelm_core.agreement.contract import round_half_away
+from medhelm_core.agreement.icc import PINGOUIN_NAMES, icc_matrix
+from medhelm_core.agreement.pairs import PAIR_FORMS, zscore_within
 from medhelm_core.agreement.protocol import TABLE_COLUMNS
 
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword")
@@ -66,8 +67,10 @@ def test_medhelm_protocol_reproduces_paper_jury_icc(medhelm_table: pd.DataFrame)
     jury = row(medhelm_table, "jury-clinician")
     assert round(jury["estimate"], 3) == 0.474
     assert (round(jury["ci_low"], 2), round(jury["ci_high"], 2)) == (0.10, 0.69)
-    assert jury["n_items"] == 56
-    assert jury["reading"] == "poor" and jury["reading_ci"] == "poor to moderate"
+    assert jury["n_items"] == 56 and jury["n_available"] == 56
+    assert jury["form"].startswith("ICC(C,k): consistency") and "z-scored" in jury["form"]
+    # Koo & Li's bands were not written for 2r / (1 + r) of two z-scored sides: no reading is printed.
+    assert jury["reading"] == "" and jury["reading_ci"] == ""
     # With two z-scored raters ICC(3,k) = 2r / (1 + r): 0.474 is r = 0.31.
     assert jury["estimate"] == pytest.approx(2 * jury["pearson_r"] / (1 + jury["pearson_r"]), abs=1e-12)
 
@@ -114,10 +117,16 @@ def test_medhelm_protocol_spearman_and_kappa_match_the_papers_script(medhelm_tab
     tie_aware = stats.spearmanr(human.round(9), jury.round(9)).statistic
     assert got["spearman_rho"] == pytest.approx(tie_aware, abs=1e-12) and tie_aware == pytest.approx(0.10602, abs=1e-5)
     metrics = pytest.importorskip("sklearn.metrics")
+    # The means are put on the scale halves away from zero (4.5 to 5), not half to even as the script did.
     kappa = metrics.cohen_kappa_score(
-        human.round().astype(int), jury.round().astype(int), weights="quadratic", labels=[1, 2, 3, 4, 5]
+        round_half_away(human).astype(int), round_half_away(jury).astype(int), weights="quadratic",
+        labels=[1, 2, 3, 4, 5]
     )
     assert got["kappa_qw"] == pytest.approx(kappa, abs=1e-12)
+    script = metrics.cohen_kappa_score(
+        human.round().astype(int), jury.round().astype(int), weights="quadratic", labels=[1, 2, 3, 4, 5]
+    )
+    assert script != pytest.approx(kappa, abs=1e-6)  # the rule matters on these data
 
 
 def test_clinician_baseline_uses_the_pair_sharing_the_most_items(medhelm_table: pd.DataFrame) -> None:
@@ -147,8 +156,14 @@ def test_agreement_table_has_every_benchmark_criterion_and_pooled(medhelm_table:
     assert list(medhelm_table.columns) == list(TABLE_COLUMNS)
     assert set(medhelm_table["benchmark"]) == {"aci_bench", "medi_qa", "pooled"}
     assert list(dict.fromkeys(medhelm_table["criterion"])) == ["composite", *CRITERIA]
-    assert set(medhelm_table["comparison"]) == {"clinician-clinician", "jury-clinician"}
-    assert len(medhelm_table) == 3 * 4 * 2
+    assert set(medhelm_table["comparison"]) == {
+        "clinician-clinician",
+        "all clinicians",
+        "clinician ceiling",
+        "jury-clinician",
+    }
+    # Per scope: the pair, ICC(1) and ICC(1,k0) over every clinician, the ceiling, the jury.
+    assert len(medhelm_table) == 3 * 4 * 5
     jury = row(medhelm_table, "jury-clinician")
     assert jury["n_ratings"] == 56 * 3 + df_ratings_in_pool() * 3
     assert jury["raters_used"][-1] == "jury" and len(jury["items_used"]) == 56
@@ -159,17 +174,34 @@ def df_ratings_in_pool() -> int:
     return int(df["dataset_name"].isin(PAPER_POOL).sum())
 
 
-def test_full_protocol_adds_all_icc_forms_bootstrap_and_all_clinician_designs() -> None:
+def test_full_protocol_adds_the_two_way_forms_and_all_clinician_designs() -> None:
     table = agreement_table(
         medhelm_long(), protocol="full", benchmarks=PAPER_POOL, criteria=["accuracy"], n_resamples=400, loco=True
     )
     pooled = table[(table["benchmark"] == "pooled") & (table["criterion"] == "composite")]
-    jury = pooled[pooled["comparison"] == "jury-clinician"]
-    assert set(jury["method"]) == set(ICC_TYPES)
-    assert set(jury["ci_method"]) == {"F", "bootstrap-bca"}
-    boot = jury[(jury["method"] == "ICC3k") & (jury["ci_method"] == "bootstrap-bca")].iloc[0]
-    assert boot["ci_low"] < boot["estimate"] < boot["ci_high"]
-    clin = pooled[pooled["comparison"] == "clinician-clinician"].set_index("method")
+    jury = pooled[pooled["comparison"] == "jury-clinician"].set_index("method")
+    # Consistency on z-scores with F, absolute agreement on the raw scale with the fixed-rater GCI.
+    assert set(jury.index) == set(PAIR_FORMS)
+    assert jury.loc["ICC3k", "ci_method"] == "F" and jury.loc["ICC2", "ci_method"] == "GCI (raters fixed)"
+    assert jury.loc["ICC2", "reading"] != "" and jury.loc["ICC3k", "reading"] == ""
+    # Absolute agreement sees the raw scale: the same figure as the two raw columns give.
+    df = pd.read_csv(RATINGS)
+    df = df[df["dataset_name"].isin(PAPER_POOL)]
+    human = df.assign(o=df[["accuracy"]].mean(axis=1)).groupby("instance_id")["o"].mean()
+    raw = np.column_stack([human, df.groupby("instance_id")["llm_accuracy"].first().loc[human.index]])
+    assert jury.loc["ICC2", "estimate"] == pytest.approx(
+        icc_matrix(raw).set_index("type").loc["ICC2", "icc"], abs=1e-12
+    )
+    # On accuracy alone the estimate is just below 0, where the model's ICC cannot be; the note says so.
+    estimate = jury.loc["ICC2", "estimate"]
+    assert estimate < 0 and jury.loc["ICC2", "ci_low"] == 0 < jury.loc["ICC2", "ci_high"]
+    assert "below 0" in jury.loc["ICC2", "note"]
+    pair = pooled[pooled["comparison"] == "clinician-clinician"].set_index("method")
+    assert pair.loc["ICC2", "ci_method"] == "GCI (raters random)" and "two raters drawn at random" in pair.loc[
+        "ICC2", "note"
+    ]
+    assert "bootstrap-bca" not in set(pooled["ci_method"])  # bootstrap intervals only on request
+    clin = pooled[pooled["comparison"] == "all clinicians"].set_index("method")
     assert {"ICC1_unbalanced", "ICC1k_unbalanced", "alpha_interval", "alpha_ordinal"} <= set(clin.index)
     df = pd.read_csv(RATINGS)
     df = df[df["dataset_name"].isin(PAPER_POOL)]
@@ -179,6 +211,34 @@ def test_full_protocol_adds_all_icc_forms_bootstrap_and_all_clinician_designs() 
     assert clin.loc["alpha_interval", "reading"] == ""
     loco = pooled[pooled["comparison"].str.startswith("clinician:")]
     assert len(loco) == df["rater_id"].nunique()
+
+
+def test_bootstrap_intervals_come_only_on_request_and_only_for_consistency_forms() -> None:
+    table = agreement_table(synthetic_long(), protocol="full", bootstrap="bca", n_resamples=200)
+    boot = table[table["ci_method"] == "bootstrap-bca"]
+    assert set(boot["method"]) == {"ICC3", "ICC3k"}
+    assert table.loc[table["ci_method"] == "F", "method"].isin(["ICC3", "ICC3k", "ICC1_unbalanced",
+                                                                 "ICC1k_unbalanced"]).all()
+
+
+def test_the_clinicians_agreement_from_every_clinician_sits_beside_the_one_pair(medhelm_table) -> None:
+    pooled = medhelm_table[(medhelm_table["benchmark"] == "pooled") & (medhelm_table["criterion"] == "composite")]
+    by = pooled.set_index(["comparison", "method"])
+    pair = by.loc[("clinician-clinician", "ICC3k")]
+    one_way = by.loc[("all clinicians", "ICC1_unbalanced")]
+    ceiling = by.loc[("clinician ceiling", "ICC3k")]
+    # The one pair shares 10 of the 50 items that two clinicians rated: the headline says so.
+    assert (pair["n_items"], pair["n_available"]) == (10, 50)
+    # ICC(1) over every clinician: the same as the one-way ICC of all their composites, with an F interval.
+    df = pd.read_csv(RATINGS)
+    df = df[df["dataset_name"].isin(PAPER_POOL)].assign(score=lambda d: d[CRITERIA].mean(axis=1))
+    ref = icc1_unbalanced(df.rename(columns={"instance_id": "item_id"})).set_index("type").loc["ICC1"]
+    assert one_way["estimate"] == pytest.approx(ref["icc"], abs=1e-12) and one_way["estimate"] < 0
+    assert one_way["ci_low"] < one_way["estimate"] < one_way["ci_high"] and one_way["reading"] == "poor"
+    assert one_way["n_items"] == one_way["n_available"] == 50
+    # The ceiling is a median over clinicians, with their range: never printed as a confidence interval.
+    assert ceiling["ci_method"] == "range over clinicians" and "not a confidence interval" in ceiling["note"]
+    assert ceiling["ci_low"] <= ceiling["estimate"] <= ceiling["ci_high"] and ceiling["reading"] == ""
 
 
 def synthetic_long(n_items: int = 20, seed: int = 0) -> pd.DataFrame:
@@ -199,6 +259,8 @@ def test_metrics_and_judges_sit_beside_the_clinicians() -> None:
     table = agreement_table(long)
     assert set(table["comparison"]) == {
         "clinician-clinician",
+        "all clinicians",
+        "clinician ceiling",
         "jury-clinician",
         "judge:gpt-4o-clinician",
         "rougeL-clinician",

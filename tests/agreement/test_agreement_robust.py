@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from medhelm_core.agreement.contract import round_half_away
 from medhelm_core.agreement.gwet import gwet_ac, gwet_ac_table
 from medhelm_core.agreement.kappa import weighted_kappa, weighted_kappa_ci
 from medhelm_core.agreement.robust import ROBUST_COLUMNS, robust_table, scale_agreement
@@ -33,7 +34,8 @@ def test_means_between_levels_are_rounded_to_the_scale_as_kappa_rounds_them():
     b = np.array([4.0, 4.0, 5.0, 2.5, 3.6, 4.0])
     table = scale_agreement(a, b, n_resamples=0).set_index("method")
     assert table.loc["kappa_qw", "estimate"] == pytest.approx(weighted_kappa(a, b), abs=1e-12)
-    assert table.loc["AC2", "estimate"] == pytest.approx(gwet_ac(np.column_stack([np.rint(a), np.rint(b)])), abs=1e-12)
+    halves_up = np.column_stack([round_half_away(a), round_half_away(b)])
+    assert table.loc["AC2", "estimate"] == pytest.approx(gwet_ac(halves_up), abs=1e-12)
 
 
 def test_the_cell_bootstrap_gives_the_intervals_of_the_item_bootstrap():

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from scipy import integrate, stats
 
+from medhelm_core.agreement.icc import f_intervals, sums_of_squares_batch
 from medhelm_core.agreement.planning import (
     PLAN_COLUMNS,
     bonett_items,
@@ -118,6 +119,29 @@ def test_average_measure_plan_holds_in_simulation() -> None:
     widths = average[:, 1] - average[:, 0]
     assert (widths <= 0.15).mean() == pytest.approx(plan.achieved_assurance, abs=0.025)
     assert widths.mean() == pytest.approx(plan.expected_width, abs=0.003)
+
+
+@pytest.mark.parametrize(("k", "measure"), [(2, "average"), (3, "single")])
+def test_two_way_consistency_plans_hold_in_simulated_studies_with_rater_effects(k: int, measure: str) -> None:
+    # The form the study reports: the same k raters on every item, each with a level of its own (a lenient
+    # jury), ICC(C,k) with the product's exact F interval. Rater levels do not change its width; a one-way
+    # plan would count them as error.
+    plan = items_needed(0.75, k, width=0.2, assurance=0.8, measure=measure, design="two-way consistency")
+    rho1 = 0.75 if measure == "single" else 0.75 / (k - (k - 1) * 0.75)
+    rng = np.random.default_rng(21)
+    reps = 4000
+    y = (rng.normal(scale=np.sqrt(rho1), size=(reps, plan.items, 1)) + rng.normal(scale=1.0, size=(reps, 1, k))
+         + rng.normal(scale=np.sqrt(1 - rho1), size=(reps, plan.items, k)))
+    low, high = f_intervals(sums_of_squares_batch(y))["ICC3" if measure == "single" else "ICC3k"]
+    widths = high - low
+    assert (widths <= 0.2).mean() == pytest.approx(plan.achieved_assurance, abs=0.025)
+    assert widths.mean() == pytest.approx(plan.expected_width, abs=0.004)
+    assert "two-way consistency" in plan.method and ("ICC(C," in plan.method)
+
+
+def test_absolute_agreement_is_not_planned_from_a_wrong_model() -> None:
+    with pytest.raises(PlanningError, match="design 'two-way agreement' unknown"):
+        items_needed(0.75, 2, width=0.2, design="two-way agreement")
 
 
 def test_medhelm_plan_expected_icc_075_two_raters_80_percent_assurance() -> None:

@@ -72,7 +72,9 @@ def test_agreement_cli_reproduces_the_papers_jury_clinician_icc(medhelm_db: str)
     jury = pick(records, "jury-clinician")
     assert round(jury["estimate"], 3) == 0.474
     assert (round(jury["ci_low"], 2), round(jury["ci_high"], 2)) == (0.10, 0.69)
-    assert jury["n_items"] == 56 and jury["reading"] == "poor"
+    assert jury["n_items"] == 56 and jury["n_available"] == 56
+    # Koo & Li's bands are not printed for ICC(C,k) of two z-scored sides; the form is named instead.
+    assert jury["reading"] == "" and jury["form"].startswith("ICC(C,k)")
     assert {r["benchmark"] for r in records} == {"aci_bench", "medi_qa", "pooled"}
     # medi_qa's best-sharing pair includes a clinician who gave every item the same score.
     constant = pick(records, "clinician-clinician", benchmark="medi_qa")
@@ -90,14 +92,42 @@ def test_agreement_cli_prints_an_aligned_table(
     assert lines[0].startswith("study mh: protocol medhelm, jury run 1") and "pooled = aci_bench, medi_qa" in lines[0]
     header = next(i for i, line in enumerate(lines) if line.startswith("comparison"))
     assert lines[header].split()[:6] == ["comparison", "benchmark", "criterion", "method", "estimate", "95%"]
-    body = lines[header + 2 : header + 2 + 3 * 4 * 2]
+    body = lines[header + 2 : header + 2 + 3 * 4 * 5]
     assert all(len(line.split()) >= 13 for line in body)
     # Aligned: every row starts its estimate in the same column as the header.
     at = lines[header].index("estimate")
     assert all(line[at - 1] == " " for line in body)
     jury = next(line for line in body if line.split()[:3] == ["jury-clinician", "pooled", "composite"])
-    assert "0.474  0.10 to 0.69" in jury and jury.split()[-1] == "poor"
-    assert "n/a" in out and "Koo & Li" in out
+    assert "0.474  0.10 to 0.69" in jury and "56 of 56" in jury and "poor" not in jury
+    one_way = next(line for line in body if line.split()[:4] == ["all", "clinicians", "pooled", "composite"])
+    assert "ICC1_unbalanced" in one_way and "poor" in one_way  # Koo & Li apply to the raw-scale one-way ICC
+    assert "n/a" in out and "Koo & Li" in out and "ICC3k = ICC(C,k)" in out
+
+
+def test_agreement_cli_and_report_default_to_the_studys_saved_view(
+    tmp_path: Path, medhelm_db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without -b or -p, the CLI pools what the Agreement page opens on (the study's saved view), not everything."""
+    from medhelm_core.db.engine import make_engine, transaction
+    from medhelm_core.studies import get_study, update_settings
+
+    copy = tmp_path / "mh.db"
+    copy.write_bytes(Path(medhelm_db.removeprefix("sqlite:///")).read_bytes())
+    url = f"sqlite:///{copy}"
+    monkeypatch.setenv("MEDHELM_DATABASE_URL", url)
+    code, out, _ = run(capsys, "agreement", "mh", "--json")
+    assert code == 0 and round(pick(json.loads(out), "jury-clinician")["estimate"], 3) != 0.474  # every benchmark
+    engine = make_engine(url)
+    with transaction(engine) as session:
+        update_settings(session, get_study(session, "mh"), agreement_benchmarks=["aci_bench", "medi_qa"])
+    engine.dispose()
+    code, out, err = run(capsys, "agreement", "mh")
+    assert code == 0, err
+    assert "protocol medhelm" in out.splitlines()[0] and "pooled = aci_bench, medi_qa" in out.splitlines()[0]
+    code, out, _ = run(capsys, "agreement", "mh", "--json")
+    assert round(pick(json.loads(out), "jury-clinician")["estimate"], 3) == 0.474
+    code, out, _ = run(capsys, "agreement", "mh", "-b", "medi_qa", "--json")  # what is given wins
+    assert {r["benchmark"] for r in json.loads(out)} == {"medi_qa", "pooled"}
 
 
 def test_agreement_cli_full_protocol_is_seeded(
@@ -111,8 +141,9 @@ def test_agreement_cli_full_protocol_is_seeded(
     _, other, _ = run(capsys, *args, "--seed", "4", "--json")
     assert first == again and first != other
     records = json.loads(first)
-    boot = [r for r in records if r["comparison"] == "jury-clinician" and r["ci_method"] == "bootstrap-bca"]
-    assert {r["method"] for r in boot} == {"ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"}
+    # The seed drives the generalized intervals of absolute agreement (F intervals need none).
+    gci = [r for r in records if r["comparison"] == "jury-clinician" and r["ci_method"] == "GCI (raters fixed)"]
+    assert {r["method"] for r in gci} == {"ICC2", "ICC2k"}
 
 
 @pytest.mark.parametrize(

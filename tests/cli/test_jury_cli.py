@@ -94,16 +94,19 @@ def test_status_labels_recorded_jury_scores(sqlite_engine, capsys, medhelm_ratin
     assert code == 0 and "[recorded scores, not judges called here]" in out and "74/74 verdicts" in out
 
 
-def test_a_missing_key_is_one_clear_line(sqlite_engine, server, capsys, monkeypatch):
+def test_a_missing_key_is_one_clear_line_and_a_local_judge_needs_none(sqlite_engine, server, capsys, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     make_study(sqlite_engine, ["good"])
-    code, out, err = medhelm(sqlite_engine, capsys, "jury", "run", "s", "--judge", LOCAL_A, "--api-base",
-                             server.base_url, "--no-progress")
+    code, out, err = medhelm(sqlite_engine, capsys, "jury", "run", "s", "--judge", "openai/gpt-4o-2024-05-13",
+                             "--no-progress")  # a hosted judge: no call goes out without its key
     assert code == 1 and out == ""
     assert err.strip().splitlines() == [
-        f"error: judge {LOCAL_A} needs an API key: set OPENAI_API_KEY in the environment (or in Streamlit "
-        "secrets); a local OpenAI-compatible server accepts any value"]
-    assert not server.calls
+        "error: judge openai/gpt-4o-2024-05-13 needs an API key: set OPENAI_API_KEY in the environment (or in "
+        "Streamlit secrets)"]
+    code, out, err = medhelm(sqlite_engine, capsys, "jury", "run", "s", "--judge", LOCAL_A, "--api-base",
+                             server.base_url, "--no-progress")  # a local server: no key needed
+    assert code == 0, err
+    assert len(server.calls) == 1
 
 
 def test_ctrl_c_ends_with_one_line_saying_how_to_resume(sqlite_engine, capsys, monkeypatch):

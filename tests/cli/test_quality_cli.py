@@ -29,7 +29,9 @@ def test_settings_plan_gold_and_quality_round_trip(tmp_path, medhelm):
     off = json.loads(medhelm(url, "study", "set", "demo", "--adjudication-threshold", "off", "--json").stdout)
     assert off["adjudication_threshold"] is None and off["retest_share"] == 0.1
 
-    plan = json.loads(medhelm(url, "plan", "--study", "demo", "--save", "--json").stdout)
+    headline = json.loads(medhelm(url, "plan", "--json").stdout)  # the Agreement page's ICC(C,k) by default
+    assert (headline["items"], headline["design"], headline["measure"]) == (136, "two-way consistency", "average")
+    plan = json.loads(medhelm(url, "plan", "--form", "icc1", "--study", "demo", "--save", "--json").stdout)
     assert plan["items"] == 98 and plan["study"] == {"name": "demo", "items": 48, "complete_items": 0, "saved": True}
     shown = json.loads(medhelm(url, "study", "show", "demo", "--json").stdout)
     assert shown["plan"]["items"] == 98 and shown["plan"]["raters"] == 2

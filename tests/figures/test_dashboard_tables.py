@@ -82,10 +82,14 @@ def test_the_headline_table_shows_the_engines_figures(rated):
     headline = headline_table(table)
     with Session(engine) as s:
         reference = agreement_table(scores_long_frame(s, get_study(s, DEMO_STUDY)))
-    ref = reference[(reference["method"] == "ICC3k") & (reference["ci_method"] == "F")].set_index(
-        ["comparison", "benchmark", "criterion"])
+    headline_methods = {"ICC3k", "ICC1_unbalanced"}
+    ref = reference[reference["method"].isin(headline_methods) & reference["ci_method"].isin(
+        ["F", "range over clinicians"])].set_index(["comparison", "benchmark", "criterion"])
     names = {"ROUGE-L-clinician": "rougeL_f-clinician", "BERTScore-clinician": "bertscore_f1-clinician"}
-    assert len(headline) == 4 * 5 * 4  # four comparisons, four benchmarks and pooled, composite and three criteria
+    # Six comparisons (the pair, ICC(1) over every clinician, the ceiling, the jury, two metrics), four
+    # benchmarks and pooled, composite and three criteria.
+    assert len(headline) == 6 * 5 * 4
+    assert (headline["n_available"] >= headline["n_items"]).all() and headline["form"].str.len().gt(0).all()
     for row in headline.itertuples():
         expected = ref.loc[(names.get(row.comparison, row.comparison), row.benchmark, row.criterion)]
         assert row.n_items == expected["n_items"]

@@ -11,14 +11,19 @@ from medhelm_core.figures.displays import headline_cards, headline_rows, jury_ru
 from medhelm_core.format import interval, intervals, number
 
 HEADLINE = pd.DataFrame({
-    "comparison": ["jury-clinician", "clinician-clinician", "jury-clinician"],
-    "benchmark": ["pooled", "pooled", "medi_qa"],
-    "criterion": ["composite", "composite", "composite"],
-    "icc": [0.4736, math.nan, 0.5],
-    "ci_low": [0.1012, math.nan, 0.2],
-    "ci_high": [0.6893, math.nan, 0.7],
-    "n_items": [56, 0, 20],
-    "note": ["", "fewer than 3 items", ""],
+    "comparison": ["jury-clinician", "clinician-clinician", "jury-clinician", "clinician ceiling"],
+    "benchmark": ["pooled", "pooled", "medi_qa", "pooled"],
+    "criterion": ["composite", "composite", "composite", "composite"],
+    "method": ["ICC3k", "ICC3k", "ICC3k", "ICC3k"],
+    "icc": [0.4736, math.nan, 0.5, 0.39],
+    "ci_low": [0.1012, math.nan, 0.2, 0.24],
+    "ci_high": [0.6893, math.nan, 0.7, 0.64],
+    "ci_method": ["F", "F", "F", "range over clinicians"],
+    "n_items": [56, 0, 20, 43],
+    "n_available": [56, 50, 25, 50],
+    "pearson_r": [0.3105, math.nan, 0.33, 0.30],
+    "spearman_rho": [0.1060, math.nan, 0.3, 0.28],
+    "note": ["", "fewer than 3 items", "", ""],
 })
 
 
@@ -31,15 +36,19 @@ def test_a_figure_prints_rounded_and_a_missing_one_as_n_a():
 def test_the_headline_cards_show_the_pooled_icc_with_its_interval_or_the_note():
     cards = headline_cards(HEADLINE)
     assert [(c.comparison, c.value, c.caption) for c in cards] == [
-        ("jury-clinician", "0.474", "95% CI 0.10 to 0.69 · n = 56"),
+        ("jury-clinician", "0.474", "ICC(C,k) · 95% CI 0.10 to 0.69 · n = 56 of 56 · r 0.310, rho 0.106"),
         ("clinician-clinician", "n/a", "fewer than 3 items"),
+        # The ceiling's interval is its range over clinicians, and says so.
+        ("clinician ceiling", "0.390", "ICC(C,k), median · range 0.24 to 0.64 · n = 43 of 50 · r 0.300, rho 0.280"),
     ]
 
 
 def test_the_headline_rows_keep_numbers_and_add_the_printed_interval():
     rows = headline_rows(HEADLINE, "composite")
-    assert rows["icc"].iloc[0] == 0.4736 and rows["ci"].tolist() == ["0.10 to 0.69", "n/a", "0.20 to 0.70"]
-    assert len(pooled_rows(HEADLINE)) == 2
+    assert rows["icc"].iloc[0] == 0.4736
+    assert rows["ci"].tolist() == ["0.10 to 0.69", "n/a", "0.20 to 0.70", "range 0.24 to 0.64"]
+    assert rows["n_used"].tolist() == ["56 of 56", "0 of 50", "20 of 25", "43 of 50"]
+    assert len(pooled_rows(HEADLINE)) == 3
 
 
 def test_the_jury_run_is_named_in_one_line():

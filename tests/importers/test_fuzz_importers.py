@@ -164,6 +164,36 @@ def test_random_helm_runs_import_or_are_refused_cleanly(fuzz_engine, replacement
     import_or_refuse(fuzz_engine, "suite", None, "helm", write=write)
 
 
+JURY_PATHS = [("annotations",), ("annotations", "medi_qa"), ("annotations", "medi_qa", "prompt_text"),
+              ("annotations", "medi_qa", "gpt"), ("annotations", "medi_qa", "gpt", "accuracy"),
+              ("annotations", "medi_qa", "gpt", "accuracy", "score"), ("annotations", "medi_qa", "llama")]
+
+
+@FUZZ
+@given(replacements=st.lists(st.tuples(st.sampled_from(JURY_PATHS), json_values), max_size=3),
+       stats=json_values, stat=json_values)
+def test_random_jury_annotations_and_helm_metrics_import_or_are_refused_cleanly(fuzz_engine, replacements, stats,
+                                                                                stat):
+    state = request_state("1", "question", "answer", [("ref", ["correct"])])
+    verdict = {c: {"score": 4, "explanation": "fine"} for c in ("accuracy", "completeness", "clarity")}
+    state["annotations"] = {"medi_qa": {"prompt_text": "prompt", "gpt": verdict, "llama": dict(verdict)}}
+    for path, value in replacements:
+        target = state
+        for key in path[:-1]:
+            target = target.get(key) if isinstance(target, dict) else None
+        if isinstance(target, dict):
+            target[path[-1]] = value
+
+    def write(folder):
+        run = write_helm_run(folder, "medi_qa", "m", [state])
+        entry = {"instance_id": "1", "train_trial_index": 0,
+                 "stats": [{"name": {"name": "rouge_l", "split": "test"}, "count": 1, "mean": stat}]}
+        (run / "per_instance_stats.json").write_text(json.dumps([entry, stats]))
+        return run
+
+    import_or_refuse(fuzz_engine, "suite", None, "helm", write=write)
+
+
 rubric_values = st.none() | st.integers() | st.floats() | texts | st.lists(st.integers(-10**10, 10**10), max_size=3)
 
 

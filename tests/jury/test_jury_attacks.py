@@ -217,8 +217,12 @@ def test_the_upgrade_keeps_the_newest_of_two_active_runs_of_one_configuration(da
     from medhelm_core.db.migrate import alembic_config, upgrade_database
 
     engine = make_engine(database_url)
-    upgrade_database(engine, "0005")
-    make_study(engine, ["good"])
+    upgrade_database(engine)
+    make_study(engine, ["good"])  # through today's models, then back to 0005 (the study row stays)
+    cfg = alembic_config(engine)
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0005")
     with engine.begin() as conn:
         study_id = conn.exec_driver_sql("SELECT id FROM study").scalar_one()
         row = run_row(study_id, "running")
@@ -227,7 +231,6 @@ def test_the_upgrade_keeps_the_newest_of_two_active_runs_of_one_configuration(da
     with engine.connect() as conn:
         statuses = conn.execute(select(JuryRun.id, JuryRun.config_hash, JuryRun.status).order_by(JuryRun.id)).all()
     assert [s.status for s in statuses] == ["stopped", "running", "running"]
-    cfg = alembic_config(engine)
     with engine.begin() as conn:  # and back: the index goes, the runs stay
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, "0005")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 from sqlalchemy import MetaData, select
@@ -202,20 +203,33 @@ def test_keys_are_never_stored_logged_or_exported(engine, server, tmp_path, capl
 def test_a_missing_key_stops_before_any_call_with_the_variable_to_set(sqlite_engine, server, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
     study = make_study(sqlite_engine, ["good"])
-    with pytest.raises(MissingCredentialsError, match="set OPENAI_API_KEY .*any value"):
-        run_jury(sqlite_engine, study_named(sqlite_engine, study), fast_config(server.base_url))
+    config = fast_config(server.base_url)
+    hosted = replace(config, judges=tuple(replace(j, api_base=None) for j in config.judges))  # the provider's own API
+    with pytest.raises(MissingCredentialsError, match="set OPENAI_API_KEY"):
+        run_jury(sqlite_engine, study_named(sqlite_engine, study), hosted)
     assert not server.calls
     with Session(sqlite_engine) as session:
         (run,) = jury_runs(session, get_study(session, study))
     assert run.status == "failed" and "OPENAI_API_KEY" in run.config["state"]["error"]
 
 
-def test_litellms_missing_credentials_error_becomes_the_same_clear_message(sqlite_engine, server, monkeypatch):
-    """litellm raises InternalServerError("Missing credentials") for an OpenAI-compatible server without a key."""
+def test_a_local_judge_needs_no_key(sqlite_engine, server, monkeypatch):
+    """Issue 19, fix 8: a judge at its own API base (an OpenAI-compatible server on this machine) runs without any
+    key variable set, and is sent a placeholder, never a real key."""
+    monkeypatch.delenv("OPENAI_API_KEY")
+    study = make_study(sqlite_engine, ["good", "good"])
+    assert run_jury(sqlite_engine, study_named(sqlite_engine, study), fast_config(server.base_url)).done == 2
+    assert {c["authorization"] for c in server.calls} == {f"Bearer {jury_calls.NO_KEY}"}
+
+
+def test_litellms_missing_credentials_error_becomes_a_clear_message(sqlite_engine, server, monkeypatch):
+    """litellm raises InternalServerError("Missing credentials") for an OpenAI-compatible server called without a
+    key: the run stops with a message that says how to give the server its key."""
     monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.setattr("medhelm_core.jury.runner.check_credentials", lambda litellm, config: None)
+    monkeypatch.setattr(jury_calls, "api_key_for", lambda judge, litellm=None: None)
     study = make_study(sqlite_engine, ["good"])
-    with pytest.raises(MissingCredentialsError, match="set OPENAI_API_KEY"):
+    with pytest.raises(MissingCredentialsError, match="refused the call without a valid key.*--api-key-env"):
         run_jury(sqlite_engine, study_named(sqlite_engine, study), fast_config(server.base_url))
     assert len(verdicts(sqlite_engine)) == 0
 

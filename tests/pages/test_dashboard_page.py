@@ -57,12 +57,12 @@ def test_the_page_shows_the_engines_headline_first_then_the_charts(rated_url):
     pooled = expected.query("benchmark == 'pooled' and criterion == 'composite'").set_index("comparison")
     assert cards(at) == {c: f"{pooled.loc[c, 'icc']:.3f}" for c in pooled.index}
     shown = at.dataframe[0].value
-    assert list(shown["comparison"][:4]) == list(pooled.index)
+    assert list(shown["comparison"][:len(pooled)]) == list(pooled.index)
     assert shown["icc"].tolist() == pytest.approx(expected["icc"].tolist(), nan_ok=True)
     specs = [json.loads(c.proto.spec) for c in charts(at)]
     titles = json.dumps([s.get("title") for s in specs] + [layer.get("title") for s in specs
                                                            for layer in s.get("hconcat", [])])
-    for words in ("ICC(3,k) and 95% CI", "Jury vs clinicians", "Bland-Altman", "Per-judge agreement",
+    for words in ("each figure with its 95% CI", "Jury vs clinicians", "Bland-Altman", "Per-judge agreement",
                   "Leniency and spread", "Distribution of scores"):
         assert words in titles
     assert [s.value for s in at.subheader][0] == "Headline agreement"
@@ -82,7 +82,7 @@ def test_the_protocol_model_and_criterion_filters_change_the_figures(rated_url):
     assert not at.exception
     assert cards(at) == {c: f"{pooled.loc[c, 'icc']:.3f}" for c in pooled.index}
     assert set(at.dataframe[0].value["criterion"]) == {"accuracy"}
-    assert any("bootstrap (BCa, items resampled)" in c.value for c in at.caption)
+    assert any("ICC(A,1) and ICC(A,k), with generalized" in c.value for c in at.caption)
 
 
 def test_a_study_without_ratings_says_not_enough_ratings_yet(monkeypatch):
@@ -97,16 +97,29 @@ def test_a_study_without_ratings_says_not_enough_ratings_yet(monkeypatch):
     assert not charts(at)
 
 
-def test_medhelm_validation_shows_0474_and_labels_the_jury_as_recorded(monkeypatch):
-    url = f"sqlite:///{rated_database('seeded')}"
+def test_medhelm_validation_opens_on_the_papers_0474_and_labels_the_jury_as_recorded(monkeypatch, tmp_path):
+    url = copy_of("seeded", tmp_path)  # the test keeps another view for the study
     monkeypatch.setenv("MEDHELM_DATABASE_URL", url)
     at = open_page(url)
     at.selectbox(key="agreement_study").set_value(MEDHELM_STUDY).run()
     assert any("Recorded jury scores" in w.value for w in at.warning)
-    at.multiselect(key="agreement_benchmarks").set_value(["aci_bench", "medi_qa"]).run()
+    # The study opens on the paper's choice, with no benchmark to pick first.
     assert not at.exception
+    assert at.multiselect(key="agreement_benchmarks").value == ["aci_bench", "medi_qa"]
     assert cards(at)["jury-clinician"] == "0.474"
-    assert any("95% CI 0.10 to 0.69 · n = 56" == c.value for c in at.caption)
+    assert any("95% CI 0.10 to 0.69 · n = 56" in c.value for c in at.caption)
+    assert not [b for b in at.button if b.key == "agreement_keep_view"]  # already the study's view
+
+    # Every benchmark pooled, kept as the study's view: the study opens on it from then on.
+    at.multiselect(key="agreement_benchmarks").set_value([]).run()
+    assert cards(at)["jury-clinician"] != "0.474"
+    next(b for b in at.button if b.key == "agreement_keep_view").click().run()
+    assert not at.exception and not [b for b in at.button if b.key == "agreement_keep_view"]
+    engine = make_engine(url)
+    with Session(engine) as s:
+        kept = get_study(s, MEDHELM_STUDY)
+        assert (kept.agreement_protocol, kept.agreement_benchmarks) == ("medhelm", [])
+    engine.dispose()
 
 
 def test_the_drill_down_shows_texts_scores_comments_and_explanations_as_text(rated_url):

@@ -225,3 +225,31 @@ def test_a_run_from_the_page_records_the_chosen_versions_and_the_table_shows_the
     at = open_page(demo_db, study="versions")
     runs = at.dataframe[0].value
     assert runs[["judges", "rubric", "prompt"]].values.tolist() == [[LOCAL_A, "medhelm v2", "medhelm v2"]]
+
+
+def test_failed_runs_are_hidden_until_asked_for_and_runs_are_labelled_by_their_judges(demo_db):
+    from medhelm_core.db.models import JudgeVerdict, RunStatus
+    from medhelm_core.figures.choices import version_names
+
+    with transaction(demo_db) as s:
+        study = study_named(demo_db, "demo")
+        item_id = s.exec(select(Item.id).where(Item.study_id == study.id)).first()
+        good = JuryRun(study_id=study.id, name="judges that answered", status=RunStatus.finished,
+                       config={"judges": [{"model": "openai/gpt-4o-2024-05-13"}, {"model": "local/b"}],
+                               "rubric": {"name": "medhelm", "version": 1}})
+        bad = JuryRun(study_id=study.id, name="a key that was missing", status=RunStatus.failed,
+                      config={"judges": [{"model": "openai/gpt-4o-2024-05-13"}]})
+        s.add_all([good, bad])
+        s.flush()
+        s.add(JudgeVerdict(jury_run_id=good.id, item_id=item_id, judge="local/b", scores={"accuracy": 4}))
+        good_id, bad_id = good.id, bad.id
+    at = open_page(demo_db)
+    assert not at.exception
+    assert list(at.dataframe[0].value["run"]) == [good_id]
+    show = at.toggle(key="jury_show_failed")
+    assert show.label == "Show failed runs (1)"
+    show.set_value(True).run()
+    assert list(at.dataframe[0].value["run"]) == [bad_id, good_id]
+    with Session(demo_db) as s:
+        assert version_names(s, study_named(demo_db, "demo")) == {
+            good_id: f"run {good_id}: gpt-4o + b (prompt unknown, rubric medhelm v1)"}

@@ -263,7 +263,7 @@ def test_a_right_to_left_override_is_shown_in_stored_order_with_a_marker(sqlite_
         s.add(item)
     at = signed_in(sqlite_demo_engine, "rate", "clinician1", "clinician1-demo").run()
     assert not at.exception
-    shown = [t.value for t in at.text]
+    shown = [t.value for t in at.text] + [m.value for m in at.markdown]  # the output is drawn as safe markdown
     assert "⟦U+202E⟧EVITISOP si tset" in shown
     assert not any("\u202e" in text for text in shown)
     assert any("direction-control characters" in c.value for c in at.caption)

@@ -44,6 +44,9 @@ def test_assigning_a_new_clinician_keeps_existing_assignments(demo_db):
     at.number_input(key="overlap").set_value(3)
     at = next(b for b in at.button if b.label == "Assign").click().run()
     assert not at.exception
+    # The page reruns after the change; the message still says what happened.
+    assert [s.value for s in at.success] == [
+        "48 assignments added for 4 clinicians; each item now goes to 3 clinicians."]
     with Session(demo_db) as s:
         rows = s.exec(select(Assignment.item_id, Assignment.user_id)).all()
     per_item = {}
@@ -77,9 +80,12 @@ def test_reassign_moves_an_unrated_item(demo_db):
 
 def test_the_planner_shows_items_needed_against_the_study(demo_db):
     at = open_as(demo_db, "researcher", "researcher-demo")
+    needed = at.metric[0]  # the headline's ICC(C,2) by default: the figure the Agreement page leads with
+    assert needed.label == "Items needed" and needed.value == "136"  # ICC 0.75, width 0.2, 80%
+    assert "ICC(C,2)" in " ".join(c.value for c in at.caption)
+    at = at.radio(key="plan_form").set_value("icc1").run()  # MedHELM's own plan
     needed = at.metric[0]
-    assert needed.label == "Items needed" and needed.value == "98"  # ICC 0.75, 2 raters, width 0.2, 80%
-    assert "-50 vs the 48 in this study" in needed.delta
+    assert needed.value == "98" and "-50 vs the 48 in this study" in needed.delta
 
 
 def test_clinicians_cannot_open_it(demo_db):
@@ -90,6 +96,7 @@ def test_clinicians_cannot_open_it(demo_db):
 
 def test_the_researcher_keeps_a_plan_and_sets_the_checks(demo_db):
     at = open_as(demo_db, "researcher", "researcher-demo")
+    at = at.radio(key="plan_form").set_value("icc1").run()
     at = at.button(key="save_plan").click().run()
     assert not at.exception
     at.number_input(key="speed_threshold").set_value(40.0)
@@ -125,3 +132,15 @@ def test_rater_quality_flags_fast_first_ratings(demo_db):
     speed = next(d.value for d in at.dataframe if "n_fast" in d.value.columns).set_index("rater_id")
     assert speed.loc["clinician1", "n_fast"] == 3 and speed.loc["clinician1", "share_fast"] == 0.75
     assert any("under 20 s" in m.value for m in at.markdown)
+
+
+def test_instructions_saved_here_are_what_clinicians_read_on_the_rate_page(demo_db):
+    at = open_as(demo_db, "researcher", "researcher-demo")
+    at.text_area(key="study_instructions").input("Rate as the **treating physician** would.")
+    at = next(b for b in at.button if b.label == "Save instructions").click().run()
+    assert [s.value for s in at.success] == ["Instructions saved: clinicians see them on the Rate page."]
+    rate = AppTest.from_file(str(REPO / "pages" / "rate.py"), default_timeout=30)
+    with transaction(demo_db) as s:
+        rate.session_state[TOKEN_KEY] = auth.sign_in(s, "clinician1", "clinician1-demo").token
+    rate.run()
+    assert "Rate as the **treating physician** would." in [m.value for m in rate.markdown]

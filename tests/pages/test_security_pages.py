@@ -26,6 +26,9 @@ ALLOWED = {
     "jury.py": {"admin", "researcher"},
     "agreement.py": {"admin", "researcher"},
     "adjudicate.py": {"admin", "researcher", "adjudicator"},
+    "review.py": {"admin", "researcher"},
+    "models.py": {"admin", "researcher"},
+    "admin.py": {"admin"},
 }
 
 

@@ -95,7 +95,8 @@ def wait_for_health(base_url: str, process, timeout: float = 60.0) -> None:  # n
 
 
 def start_app(repo, database_url: str):  # noqa: ANN001, ANN201 - a Path in, (base url, Popen) out
-    """Start ``streamlit run app.py`` on a free loopback port against ``database_url``; wait until healthy.
+    """Start ``streamlit run serve.py`` (the app with its session cookie, as deployed) on a free loopback port
+    against ``database_url``; wait until healthy.
 
     Returns ``(base_url, process)``; the caller terminates the process.
     """
@@ -105,7 +106,7 @@ def start_app(repo, database_url: str):  # noqa: ANN001, ANN201 - a Path in, (ba
 
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(repo / "app.py"), "--server.port", str(port),
+        [sys.executable, "-m", "streamlit", "run", str(repo / "serve.py"), "--server.port", str(port),
          "--server.headless", "true", "--browser.gatherUsageStats", "false"],
         cwd=repo, env={**os.environ, "MEDHELM_DATABASE_URL": database_url},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -121,11 +122,13 @@ def start_app(repo, database_url: str):  # noqa: ANN001, ANN201 - a Path in, (ba
 
 def browser_sign_in(page, base: str, username: str, password: str | None = None) -> None:  # noqa: ANN001 - a Page
     """Sign in through the app's form in a real browser (the demo password ``<name>-demo`` unless given) and wait
-    for the signed-in sidebar."""
+    for the signed-in sidebar, after the reload that hands the session to the browser's cookie (a click before it
+    would be lost)."""
     page.goto(base)
     page.get_by_label("Username").fill(username)
     page.get_by_role("textbox", name="Password").fill(password or f"{username}-demo")
-    page.get_by_role("button", name="Sign in").click()
+    with page.expect_navigation(timeout=30_000):
+        page.get_by_role("button", name="Sign in").click()
     page.get_by_text("Signed in as").wait_for(timeout=30_000)
 
 

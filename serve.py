@@ -1,0 +1,27 @@
+"""The web server of MedHELM Calibrate: ``streamlit run serve.py`` (what ``medhelm demo`` runs, and a deployment).
+
+It serves the Streamlit app (``app.py``) with the session cookie's middleware and routes
+(:mod:`medhelm_core.accounts.session_cookie`), so that a sign-in survives reloads, bookmarks and new tabs.
+``streamlit run app.py`` serves the same app without them: each browser tab then signs in on its own.
+"""
+
+from __future__ import annotations
+
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.starlette import App
+
+from medhelm_core.accounts.session_cookie import session_middleware, session_routes
+from medhelm_core.db.engine import shared_engine
+from medhelm_core.settings import database_url
+
+# app.py builds the navigation with st.navigation. Beside a folder named pages/, Streamlit otherwise takes the app
+# for an old-style multipage app until st.navigation first runs, so the first visitor of a fresh server who opens
+# a deep link (/rate) would run that page's file directly and see every file of pages/ listed as a page.
+PagesManager.uses_pages_directory = False
+
+
+def _engine():  # noqa: ANN202 - the app's Engine, resolved when a request needs it
+    return shared_engine(database_url())
+
+
+app = App("app.py", routes=session_routes(_engine), middleware=session_middleware())
