@@ -31,6 +31,7 @@ PAGES = {
     "metrics": ("Metrics", ":material/functions:"),
     "jury": ("Jury", ":material/gavel:"),
     "agreement": ("Agreement", ":material/insights:"),
+    "verdict": ("Verdict", ":material/verified:"),
     "models": ("Models", ":material/leaderboard:"),
     "review": ("Review", ":material/flag:"),
     "adjudicate": ("Adjudicate", ":material/balance:"),

@@ -16,7 +16,14 @@ from medhelm_core.db.models import VerdictStatus
 from medhelm_core.errors import MedhelmError
 from medhelm_core.frames import usable_run_ids
 from medhelm_core.jury import background
-from medhelm_core.jury.config import DEFAULT_CONCURRENCY, DEFAULT_MAX_TOKENS, JuryConfig, judges_from_text
+from medhelm_core.jury.config import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_TOKENS,
+    MAX_SAMPLES,
+    JuryConfig,
+    judges_from_text,
+    samples_warning,
+)
 from medhelm_core.jury.overview import criterion_note, run_choices, run_progress, runs_table
 from medhelm_core.jury.results import criterion_means, item_jury_scores, verdict_scores_frame
 from medhelm_core.jury.run_versions import preview_items, preview_prompt, stored_config
@@ -105,6 +112,9 @@ temperature = cols[0].number_input("Temperature", 0.0, 2.0, 0.0, 0.1)
 concurrency = int(cols[1].number_input("Concurrency per judge", 1, 256, DEFAULT_CONCURRENCY))
 max_tokens = int(cols[2].number_input("Max output tokens", 16, 32768, DEFAULT_MAX_TOKENS))
 timeout = float(cols[3].number_input("Timeout per call (s)", 1.0, 3600.0, 120.0))
+samples = int(st.number_input("Samples per item", 1, MAX_SAMPLES, 1, help="Times each judge is asked about each "
+                              "item (each sample stored and cached apart); 2 or more measure the judges' "
+                              "self-consistency on the Verdict page. Use a temperature above 0."))
 key_env = st.text_input("Key variable (optional)", help="Name of the environment variable or root-level secret "
                         "holding the key; by default the provider's (OPENAI_API_KEY, ANTHROPIC_API_KEY ...). A judge "
                         "with its own API base (a local server) needs none.")
@@ -113,12 +123,14 @@ if judge_text.strip():
     try:
         judges = judges_from_text(judge_text, temperature=temperature, concurrency=concurrency,
                                   max_tokens=max_tokens, timeout=timeout, api_key_env=key_env.strip() or None)
-        config = JuryConfig(judges=judges, rubric=judge_rubric).with_template(prompt)
+        config = JuryConfig(judges=judges, rubric=judge_rubric, samples=samples).with_template(prompt)
         estimate = estimate_run(eng, study, config)
     except MedhelmError as exc:
         st.error(markdown_literal(exc))
         config = None
     else:
+        if samples_warning(config):
+            st.warning(markdown_literal(samples_warning(config)))
         st.info(markdown_literal(estimate.describe()))
         if st.button("Start the jury", type="primary", disabled=estimate.calls + estimate.reused == 0):
             try:

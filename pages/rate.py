@@ -33,7 +33,9 @@ from pages.components.rate_keys import KEYS, NEXT, PREVIOUS, SUBMIT, form_key, r
 FLAGS = {"": "No flag", **{f.value: f.value.replace("_", " ").capitalize() for f in RatingFlag}}
 #: the height of the two text boxes together (px): what leaves the rubric and the buttons on a 800 px screen
 TEXT_BOXES = 536
-#: the page is laid out to fit one screen: less empty space above it than Streamlit's default
+#: the page is laid out to fit one screen: less empty space above it than Streamlit's default. While a run draws
+#: the next item (another study, after a submission, Next), Streamlit keeps the old form on screen, marked stale,
+#: for up to a second under load: it takes no clicks, which would be lost with it.
 STYLE = """<style>
 .block-container, [data-testid="stMainBlockContainer"] {padding: 2.4rem 1.5rem 1rem;}
 [class*="st-key-score_"] {width: 100% !important;}
@@ -44,6 +46,7 @@ STYLE = """<style>
 [class*="st-key-rate_form_"] [data-testid="stCaptionContainer"] p {font-size: 0.78rem; line-height: 1.3;}
 [class*="st-key-rate_form_"] [data-testid="stCaptionContainer"] {margin-top: -0.9rem; padding-left: 0.7rem;}
 [class*="st-key-rate_text_"] p, [class*="st-key-rate_text_"] li {font-size: 0.95rem;}
+[class*="st-key-rate_form_"] [data-stale="true"] {pointer-events: none;}
 </style>"""
 
 who = require_page("rate")
@@ -232,8 +235,6 @@ with right:
     else:
         skip = False
 
-rating_keys(slot)
-
 
 def move_on() -> None:
     """After a submission or a skip: the next open item (or the all-done state), at the top of the page."""
@@ -287,3 +288,7 @@ if skip:
         else:
             st.toast(f"Skipped: {rq.SKIP_REASONS[SkipReason(reason)]}")
             move_on()
+
+# Last, once a submission or a skip is handled: a run that moves on reruns before this, so the keys' script hears
+# of the next item, or of this one again when it was refused, never of the form on its way out.
+rating_keys(slot, len(rubric.criteria))

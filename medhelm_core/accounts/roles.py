@@ -27,6 +27,7 @@ PAGE_ROLES: MappingProxyType[str, frozenset[Role]] = MappingProxyType({
     "metrics": _RESEARCH,
     "jury": _RESEARCH,
     "agreement": _RESEARCH,
+    "verdict": _RESEARCH,
     "models": _RESEARCH,
     "review": _RESEARCH,
     "adjudicate": frozenset({Role.admin, Role.researcher, Role.adjudicator}),

@@ -24,6 +24,7 @@ from medhelm_core.cli import (
     quality,
     report,
     users,
+    verdict,
 )
 from medhelm_core.cli.common import app
 from medhelm_core.errors import MedhelmError
@@ -31,7 +32,7 @@ from medhelm_core.errors import MedhelmError
 __all__ = ["app", "main"]
 
 # Command modules register themselves on ``app`` when imported.
-_ = (agreement, assign, audit, backup, data, demo, jury, metrics, models, quality, report, users)
+_ = (agreement, assign, audit, backup, data, demo, jury, metrics, models, quality, report, users, verdict)
 
 
 def _click_classes(name: str) -> tuple[type[BaseException], ...]:

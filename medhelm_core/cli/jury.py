@@ -128,6 +128,9 @@ def run_cmd(
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="Output-token limit (default 4096)."),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds per call before it is retried "
                                          "(default 120)."),
+    samples: int = typer.Option(1, "--samples", help="Times each judge is asked about each item (1 to 10, "
+                                "default 1); 2 or more measure the judges' self-consistency (use a temperature "
+                                "above 0)."),
     name: str | None = typer.Option(None, "--name", help="A name for the run (default: its judges)."),
     prompt_name: str | None = typer.Option(None, "--prompt-name", help="Prompt template the judges get "
                                            "(default medhelm; see medhelm jury prompt list)."),
@@ -149,7 +152,7 @@ def run_cmd(
     The run records its judges, rubric version and prompt template version.
     Keys are read from the environment (or Streamlit secrets), never from files or the database.
     """
-    from medhelm_core.jury.config import build_config, load_jury_file
+    from medhelm_core.jury.config import build_config, load_jury_file, samples_warning
     from medhelm_core.jury.run_versions import choose_template
     from medhelm_core.rubric import judge_rubric
     from medhelm_core.studies import get_study
@@ -164,7 +167,10 @@ def run_cmd(
                                    store=not dry_run, actor="cli")
     config = build_config(rubric, judges, jury_file=jury_file, api_base=api_base, api_key_env=api_key_env,
                           temperature=temperature, max_tokens=max_tokens, concurrency=concurrency,
-                          timeout=timeout, name=name, template=template)
+                          timeout=timeout, name=name, template=template, samples=samples)
+    warning = samples_warning(config)
+    if warning:
+        sys.stderr.write(f"warning: {warning}\n")
     _execute(ctx, target, config, dry_run=dry_run, retry_failed=retry_failed, progress=progress, as_json=as_json)
 
 

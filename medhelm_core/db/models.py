@@ -114,11 +114,13 @@ class AuditAction(StrEnum):
     study_plan = "study.plan"
     study_retest = "study.retest"
     study_speed_threshold = "study.speed_threshold"
+    study_verdict_protocol = "study.verdict_protocol"
     user_added = "user.added"
     user_disabled = "user.disabled"
     user_enabled = "user.enabled"
     user_password_changed = "user.password_changed"
     user_role_changed = "user.role_changed"
+    verdict_viewed = "verdict.viewed"
 
 
 class Rubric(SQLModel, table=True):
@@ -180,6 +182,12 @@ class Study(SQLModel, table=True):
     agreement_protocol: str = Field(default="medhelm", max_length=20)
     #: the benchmarks the Agreement page pools by default (empty: all of them)
     agreement_benchmarks: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    #: the pre-registered acceptance protocol of the verdict (agreement.verdict.VerdictProtocol as plain data)
+    verdict_protocol: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    #: when that protocol was last fixed, and when the verdict's results were first viewed (a protocol fixed
+    #: after that is flagged as changed after the results were seen)
+    verdict_protocol_fixed_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    verdict_viewed_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
     created_at: datetime = _when()
 
 
@@ -422,7 +430,7 @@ class JudgeVerdict(SQLModel, table=True):
     """
 
     __table_args__ = (
-        UniqueConstraint("jury_run_id", "item_id", "judge", name="uq_verdict_run_item_judge"),
+        UniqueConstraint("jury_run_id", "item_id", "judge", "sample", name="uq_verdict_run_item_judge_sample"),
         Index("ix_verdict_cache_key", "cache_key"),
     )
 
@@ -430,6 +438,8 @@ class JudgeVerdict(SQLModel, table=True):
     jury_run_id: int = Field(foreign_key="juryrun.id", index=True, ondelete="CASCADE")
     item_id: int = Field(foreign_key="item.id", index=True, ondelete="CASCADE")
     judge: str = Field(max_length=300)
+    #: which of the judge's repeated samples of this item (``JuryConfig.samples``); 0 for a one-sample jury
+    sample: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     cache_key: str = Field(default="", max_length=64)
     status: str = Field(default=VerdictStatus.ok.value, max_length=20)
     #: criterion name -> score (integers from a judge; recorded jury means may be fractional)

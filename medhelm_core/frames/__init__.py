@@ -18,6 +18,8 @@ the exports and the report read is built here; elsewhere code only writes, or lo
   rating design (which items were rated, and how they were chosen).
 - :mod:`~medhelm_core.frames.review`: the clinicians' flags, skips and comments, for the review list.
 - :mod:`~medhelm_core.frames.fingerprint`: :func:`data_version`, the cheap fingerprint pages cache under.
+- :mod:`~medhelm_core.frames.verdict`: what the verdict and the judge bias panel read (clinicians, the jury
+  and each judge; output lengths).
 
 The long score table has one row per (item, rater, criterion) with columns ``item_id``, ``rater_id``,
 ``rater_kind`` (clinician, jury, judge, metric), ``criterion``, ``score``, ``benchmark`` and ``model``.
@@ -59,6 +61,7 @@ from medhelm_core.frames.model_scores import (
 from medhelm_core.frames.review import REVIEW_KINDS, filter_review, review_frame
 from medhelm_core.frames.rows import LONG_COLUMNS, select_frame, without_items
 from medhelm_core.frames.runs import comparable_runs, default_jury_run, jury_runs, study_jury_run, usable_run_ids
+from medhelm_core.frames.verdict import output_lengths, verdict_long_frame
 
 __all__ = [
     "AGREEMENT_METRICS",
@@ -89,6 +92,7 @@ __all__ = [
     "model_items_frame",
     "model_scores_long",
     "newest_variants",
+    "output_lengths",
     "rating_design_frame",
     "rating_history_frame",
     "review_frame",
@@ -97,6 +101,7 @@ __all__ = [
     "select_frame",
     "study_jury_run",
     "surviving",
+    "verdict_long_frame",
     "verdicts_frame",
     "without_items",
 ]

@@ -5,6 +5,11 @@ the dashboard (which adds each judge as a rater), the comparison of jury version
 page. The jury score of an item and criterion is the mean over the run's surviving (``ok``) judges, with
 ``n_judges`` saying how many it rests on; an item with no surviving judge has no jury score, never a
 default. A failed verdict is kept as one row with no criterion and a NaN score: counted, never averaged.
+
+A jury run with repeated samples (``JuryConfig.samples`` > 1) holds k verdicts per item and judge: every
+reader here sees the judge's mean over its ``ok`` samples, so a judge is still one rater with one score per
+item and criterion (with one sample, nothing changes). ``judge_scores_frame(..., samples=True)`` gives the
+samples themselves, for :func:`medhelm_core.agreement.bias.self_consistency`.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ MEAN_COLUMNS = ["item_id", "criterion", "score", "n_judges"]
 OK = VerdictStatus.ok.value
 
 
-def judge_scores_frame(session: Session, run_id: int, *, texts: bool = False) -> pd.DataFrame:
+def judge_scores_frame(session: Session, run_id: int, *, texts: bool = False, samples: bool = False) -> pd.DataFrame:
     """Each verdict of a run, one row per criterion: ``item_id`` (an int), ``judge``, ``status``,
     ``criterion``, ``score``.
 
@@ -38,26 +43,29 @@ def judge_scores_frame(session: Session, run_id: int, *, texts: bool = False) ->
     ``model`` and the judge's ``explanation`` (per criterion), ``error`` and ``raw_response``
     (:data:`VERDICT_COLUMNS`); without, only ids and scores are read (the dashboard's 60,000 verdicts).
 
+    Repeated samples of a judge are averaged (:func:`mean_over_samples`); with ``samples`` every sample is a row
+    of its own, with a ``sample`` column (0 .. k-1).
+
     Examples
     --------
     >>> frame = judge_scores_frame(session, run.id, texts=True)  # doctest: +SKIP
     >>> frame.query("status == 'ok'").groupby("judge").score.mean()  # doctest: +SKIP
     """
     columns = [JudgeVerdict.item_id, JudgeVerdict.judge, JudgeVerdict.status, type_coerce(JudgeVerdict.scores, Text)]
-    statement = select(*columns).where(JudgeVerdict.jury_run_id == run_id)
+    statement = select(*columns, JudgeVerdict.sample).where(JudgeVerdict.jury_run_id == run_id)
     if texts:
         statement = (
             select(*columns, type_coerce(JudgeVerdict.explanations, Text), JudgeVerdict.error,
-                   JudgeVerdict.raw_response, Item.benchmark, Item.instance_id, Item.model)
+                   JudgeVerdict.raw_response, Item.benchmark, Item.instance_id, Item.model, JudgeVerdict.sample)
             .join(Item, Item.id == JudgeVerdict.item_id)
             .where(JudgeVerdict.jury_run_id == run_id)
-            .order_by(JudgeVerdict.item_id, JudgeVerdict.judge)
+            .order_by(JudgeVerdict.item_id, JudgeVerdict.judge, JudgeVerdict.sample)
         )
     rows = session.connection().execute(statement).all()
     names = VERDICT_COLUMNS if texts else SCORE_COLUMNS
     if not rows:
-        return pd.DataFrame([], columns=names)
-    flat: dict[str, list[Any]] = {c: [] for c in names}
+        return pd.DataFrame([], columns=[*names, "sample"] if samples else names)
+    flat: dict[str, list[Any]] = {c: [] for c in [*names, "sample"]}
     scores = json_values([r[3] for r in rows])
     explanations = json_values([r[4] for r in rows]) if texts else [None] * len(rows)
     for row, score_map, said in zip(rows, scores, explanations, strict=True):
@@ -69,6 +77,7 @@ def judge_scores_frame(session: Session, run_id: int, *, texts: bool = False) ->
             flat["status"].append(status)
             flat["criterion"].append(criterion)
             flat["score"].append(float(score))
+            flat["sample"].append(int(row[-1] or 0))
             if texts:
                 flat["benchmark"].append(row[7])
                 flat["instance_id"].append(row[8])
@@ -76,7 +85,46 @@ def judge_scores_frame(session: Session, run_id: int, *, texts: bool = False) ->
                 flat["explanation"].append((said or {}).get(criterion, "") if criterion is not None else "")
                 flat["error"].append(row[5])
                 flat["raw_response"].append(row[6])
-    return pd.DataFrame(flat)[names]
+    frame = pd.DataFrame(flat)
+    if samples:
+        return frame[[*names, "sample"]]
+    return mean_over_samples(frame)[names]
+
+
+def mean_over_samples(scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per item, judge and criterion: a judge's repeated samples (a ``sample`` column) averaged.
+
+    The score is the mean over the judge's ``ok`` samples of the item (other columns: those of its first
+    sample); a judge with no ``ok`` sample of an item keeps one failed row. A frame without ``sample`` or with
+    one sample per judge and item is returned as it is (without the ``sample`` column).
+
+    Examples
+    --------
+    >>> scores = pd.DataFrame({"item_id": [1, 1, 1, 2], "judge": ["a", "a", "a", "a"],
+    ...                        "status": ["ok", "ok", "failed", "failed"], "criterion": ["acc", "acc", None, None],
+    ...                        "score": [4.0, 3.0, float("nan"), float("nan")], "sample": [0, 1, 2, 0]})
+    >>> mean_over_samples(scores)
+       item_id judge  status criterion  score
+    0        1     a      ok       acc    3.5
+    1        2     a  failed      None    NaN
+    """
+    if "sample" not in scores.columns:
+        return scores
+    if scores.empty or not (scores["sample"] > 0).any():
+        return scores.drop(columns="sample")
+    ordered = scores.sort_values(["item_id", "judge", "sample"], kind="stable")
+    ok = ordered[(ordered["status"] == OK) & ordered["criterion"].notna()]
+    means = ok.groupby(["item_id", "judge", "criterion"], sort=False).agg(
+        {c: ("mean" if c == "score" else "first") for c in ok.columns if c not in ("item_id", "judge", "criterion")}
+    ).reset_index()
+    judged = set(zip(ok["item_id"], ok["judge"], strict=True))
+    failed = ordered[(ordered["status"] != OK) | ordered["criterion"].isna()]
+    failed = failed[[(i, j) not in judged for i, j in zip(failed["item_id"], failed["judge"], strict=True)]]
+    failed = failed.drop_duplicates(["item_id", "judge"])
+    out = pd.concat([means[ordered.columns], failed], ignore_index=True)
+    out = out.sort_values(["item_id", "judge"], kind="stable", ignore_index=True)
+    out["criterion"] = out["criterion"].astype(object).where(out["criterion"].notna(), None)
+    return out.drop(columns="sample")
 
 
 def surviving(scores: pd.DataFrame) -> pd.DataFrame:
@@ -98,7 +146,7 @@ def jury_means(scores: pd.DataFrame) -> pd.DataFrame:
        item_id criterion  score  n_judges
     0        1  accuracy    3.5         2
     """
-    return _means(surviving(scores))
+    return _means(surviving(mean_over_samples(scores)))
 
 
 def _means(ok: pd.DataFrame) -> pd.DataFrame:
@@ -106,7 +154,8 @@ def _means(ok: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=MEAN_COLUMNS)
     grouped = ok.groupby(["item_id", "criterion"])
     means = grouped["score"].mean().reset_index()
-    # A run holds one verdict per item and judge (a unique key), so a group's size is its number of judges.
+    # One row per item, judge and criterion (repeated samples are averaged first), so a group's size is its
+    # number of judges.
     means["n_judges"] = grouped.size().to_numpy()
     return means[MEAN_COLUMNS]
 
@@ -169,12 +218,12 @@ def item_jury_scores(session: Session, run: JuryRun) -> pd.DataFrame:
 
 
 def item_verdicts_frame(session: Session, run_id: int, item_id: int) -> pd.DataFrame:
-    """One item's verdicts in a run, one row per judge: ``judge``, ``status``, ``score_<criterion>`` ...,
-    ``explanation_<criterion>`` ..., ``error`` (the dashboard's drill-down)."""
+    """One item's verdicts in a run, one row per judge (and sample, for a jury with repeated samples): ``judge``,
+    ``status``, ``score_<criterion>`` ..., ``explanation_<criterion>`` ..., ``error`` (the dashboard's drill-down)."""
     verdicts = session.exec(
         select(JudgeVerdict)
         .where(JudgeVerdict.jury_run_id == run_id, JudgeVerdict.item_id == item_id)
-        .order_by(JudgeVerdict.judge)
+        .order_by(JudgeVerdict.judge, JudgeVerdict.sample)
     ).all()
     return pd.DataFrame(
         [
@@ -192,11 +241,12 @@ def item_verdicts_frame(session: Session, run_id: int, item_id: int) -> pd.DataF
 
 def verdicts_frame(session: Session, study: Study) -> pd.DataFrame:
     """Every judge verdict of the study (failed ones included, with their raw text), one row per verdict,
-    its scores in ``score_<criterion>`` columns (what the exports hold)."""
+    its scores in ``score_<criterion>`` columns and its ``sample`` (0 .. k-1 for a jury with repeated samples),
+    what the exports hold."""
     rows = session.connection().execute(
         select(JudgeVerdict.jury_run_id, JuryRun.name, JuryRun.source, JudgeVerdict.item_id, JudgeVerdict.judge,
                JudgeVerdict.status, type_coerce(JudgeVerdict.scores, Text), JudgeVerdict.error,
-               JudgeVerdict.raw_response)
+               JudgeVerdict.raw_response, JudgeVerdict.sample)
         .join(JuryRun, JuryRun.id == JudgeVerdict.jury_run_id)
         .where(JuryRun.study_id == study.id)
         .order_by(JudgeVerdict.id)
@@ -206,7 +256,7 @@ def verdicts_frame(session: Session, study: Study) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {**dict(zip(keys, row[:6], strict=True)), **{f"score_{k}": v for k, v in said.items()},
-             "error": row[7], "raw_response": row[8]}
+             "error": row[7], "raw_response": row[8], "sample": row[9]}
             for row, said in zip(rows, scores, strict=True)
         ]
     )

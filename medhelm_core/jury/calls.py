@@ -256,6 +256,7 @@ async def judge_item(litellm: Any, config: JuryConfig, work: WorkItem) -> Verdic
             prompt=work.prompt.text, raw_response=REMINDER_SEPARATOR.join(raw), error=error,
             latency_seconds=time.perf_counter() - started, prompt_tokens=int(spent[0]),
             completion_tokens=int(spent[1]), cost_usd=float(spent[2]), cost_known=bool(spent[3]),
+            sample=work.sample,
         )
 
     def add(answer: Answer) -> None:

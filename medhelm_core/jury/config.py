@@ -52,6 +52,38 @@ def sha256_json(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+MAX_SAMPLES = 10
+
+
+def check_samples(samples: Any) -> int:
+    """``samples`` as an int between 1 and :data:`MAX_SAMPLES`, or a clear :class:`ValidationError`.
+
+    Examples
+    --------
+    >>> check_samples(3)
+    3
+    """
+    try:
+        value = int(samples)
+    except (TypeError, ValueError):
+        raise ValidationError(f"samples must be a whole number from 1 to {MAX_SAMPLES}, not {samples!r}") from None
+    if value != samples or not 1 <= value <= MAX_SAMPLES:
+        raise ValidationError(f"samples must be a whole number from 1 to {MAX_SAMPLES} (repeated calls per item "
+                              f"and judge), not {samples!r}")
+    return value
+
+
+def samples_warning(config: JuryConfig) -> str | None:
+    """A warning when repeated samples will likely be identical (a judge at temperature 0), else None."""
+    if config.samples <= 1:
+        return None
+    cold = [j.model for j in config.judges if j.temperature == 0]
+    if not cold:
+        return None
+    return (f"samples = {config.samples} with temperature 0 ({', '.join(cold)}): the samples will likely be "
+            "identical; raise the temperature to measure self-consistency")
+
+
 def check_api_base(api_base: str | None) -> str | None:
     """Refuse an API base that carries credentials, since the config (and so the URL) is stored."""
     if api_base is None or not api_base.strip():
@@ -179,8 +211,12 @@ class JuryConfig:
     retry_max_seconds: float = 30.0
     prompt_name: str = ""
     prompt_version: int | None = None
+    #: how many times each judge is asked about each item (repeated samples, for self-consistency)
+    samples: int = 1
 
     def __post_init__(self) -> None:
+        check_samples(self.samples)
+        object.__setattr__(self, "samples", int(self.samples))
         if not self.prompt_name and self.prompt_version is None and self.prompt_template == DEFAULT_TEMPLATE:
             object.__setattr__(self, "prompt_name", DEFAULT_TEMPLATE_NAME)
             object.__setattr__(self, "prompt_version", 1)
@@ -215,15 +251,17 @@ class JuryConfig:
         """The hash of what decides a verdict: judge models and temperatures, template and rubric.
 
         Judge order does not matter; API bases, concurrency, timeouts and retries do not enter it, so a
-        run resumed with other execution settings is the same run.
+        run resumed with other execution settings is the same run. ``samples`` enters it only when it is
+        more than 1, so the hash of a one-sample jury is what it was before samples existed.
         """
-        return sha256_json(
-            {
-                "judges": sorted([j.model, j.temperature] for j in self.judges),
-                "prompt_template": self.template_hash,
-                "rubric": self.rubric_hash,
-            }
-        )
+        decided: dict[str, Any] = {
+            "judges": sorted([j.model, j.temperature] for j in self.judges),
+            "prompt_template": self.template_hash,
+            "rubric": self.rubric_hash,
+        }
+        if self.samples != 1:
+            decided["samples"] = self.samples
+        return sha256_json(decided)
 
     @property
     def prompt_label(self) -> str:
@@ -278,6 +316,7 @@ class JuryConfig:
             "max_retries": int(self.max_retries),
             "retry_base_seconds": float(self.retry_base_seconds),
             "retry_max_seconds": float(self.retry_max_seconds),
+            "samples": int(self.samples),
         }
 
     @classmethod
@@ -295,6 +334,7 @@ class JuryConfig:
             retry_max_seconds=float(data.get("retry_max_seconds", 30.0)),
             prompt_name=str(data.get("prompt_name") or ""),
             prompt_version=int(version) if version is not None else None,
+            samples=int(data.get("samples", 1)),
         )
 
     def with_execution(self, **changes: Any) -> JuryConfig:
@@ -450,12 +490,14 @@ def build_config(
     timeout: float | None = None,
     name: str | None = None,
     template: TemplateVersion | None = None,
+    samples: int | None = None,
 ) -> JuryConfig:
     """Combine a jury file and judges named on the command line or the page into one :class:`JuryConfig`.
 
     Settings given here override the file's top-level defaults and apply to the judges named here; a
     judge's own settings in the file stay as written. ``template`` is the stored template version the
-    judges get, in place of the file's template (or the bundled one).
+    judges get, in place of the file's template (or the bundled one). ``samples`` (1 to 10, default 1) is how
+    many times each judge is asked about each item.
     """
     file = jury_file or JuryFile()
     defaults: dict[str, Any] = dict(file.defaults)
@@ -472,6 +514,7 @@ def build_config(
         max_retries=file.max_retries,
         retry_base_seconds=file.retry_base_seconds,
         retry_max_seconds=file.retry_max_seconds,
+        samples=samples if samples is not None else 1,
     )
     return config.with_template(template) if template is not None else config
 

@@ -4,7 +4,9 @@ A run is identified by (study, config hash). Each verdict is written in its own 
 arrives, with the run's counters bumped by atomic ``UPDATE ... SET n = n + 1`` in the same transaction,
 so the page (or another process) can read progress at any moment, and a crash loses only calls in flight.
 
-A verdict's cache key is a hash of (item, judge model, prompt template hash, rubric hash, temperature).
+A verdict's cache key is a hash of (item, judge model, prompt template hash, rubric hash, temperature) and,
+for repeated samples (``JuryConfig.samples`` > 1), the sample's index when it is not 0: sample 0 is the call
+a one-sample jury makes, so its cached verdicts serve both.
 Planning skips what the run already holds and copies verdicts with the same cache key from the study's
 other runs instead of paying for them again.
 
@@ -55,6 +57,8 @@ class WorkItem:
     judge: JudgeSpec
     cache_key: str
     prompt: RenderedPrompt = field(repr=False)
+    #: which of the judge's repeated samples of this item (0 for a one-sample jury)
+    sample: int = 0
 
 
 @dataclass
@@ -68,17 +72,19 @@ class RunPlan:
     reusable: list[tuple[WorkItem, int]]  # (work, id of a verdict with the same cache key in another run)
 
 
-def verdict_cache_key(item_id: int, judge: JudgeSpec, config: JuryConfig) -> str:
-    """The cache key of one verdict: item, judge model, template hash, rubric hash and temperature."""
-    return sha256_json(
-        {
-            "item": item_id,
-            "judge": judge.model,
-            "prompt_template": config.template_hash,
-            "rubric": config.rubric_hash,
-            "temperature": judge.temperature,
-        }
-    )
+def verdict_cache_key(item_id: int, judge: JudgeSpec, config: JuryConfig, sample: int = 0) -> str:
+    """The cache key of one verdict: item, judge model, template hash, rubric hash and temperature, and the
+    sample's index when it is not 0 (so sample 0 keeps the key of a one-sample jury)."""
+    keyed: dict[str, Any] = {
+        "item": item_id,
+        "judge": judge.model,
+        "prompt_template": config.template_hash,
+        "rubric": config.rubric_hash,
+        "temperature": judge.temperature,
+    }
+    if sample:
+        keyed["sample"] = int(sample)
+    return sha256_json(keyed)
 
 
 def run_state(run: JuryRun) -> dict[str, Any]:
@@ -190,7 +196,7 @@ def _prompt_for(item: Item, config: JuryConfig) -> RenderedPrompt:
 def plan_run(
     session: Session, study: Study, config: JuryConfig, run: JuryRun | None, *, retry_failed: bool = False
 ) -> RunPlan:
-    """Work out which (item, judge) verdicts are still needed. Reads only; writes nothing.
+    """Work out which (item, judge, sample) verdicts are still needed. Reads only; writes nothing.
 
     A verdict the run already holds is done; a failed one is done too (its raw answer is evidence) unless
     it failed without an answer from the judge (a network or server error) or ``retry_failed`` is set.
@@ -198,23 +204,24 @@ def plan_run(
     items = study_items(session, study)
     if not items:
         raise ValidationError(f"study {study.name} has no items to judge; import some first")
-    have: dict[tuple[int, str], JudgeVerdict] = {}
+    have: dict[tuple[int, str, int], JudgeVerdict] = {}
     if run is not None:
         for v in session.exec(select(JudgeVerdict).where(JudgeVerdict.jury_run_id == run.id)).all():
-            have[(v.item_id, v.judge)] = v
+            have[(v.item_id, v.judge, v.sample)] = v
     wanted: list[WorkItem] = []
     done = 0
     prompts: dict[int, RenderedPrompt] = {}
     for item in items:
         for judge in config.judges:
-            existing = have.get((item.id, judge.model))
-            key = verdict_cache_key(item.id, judge, config)
-            if existing is not None and existing.cache_key == key and not _redo(existing, retry_failed):
-                done += 1
-                continue
-            if item.id not in prompts:
-                prompts[item.id] = _prompt_for(item, config)
-            wanted.append(WorkItem(item.id, judge, key, prompts[item.id]))
+            for sample in range(config.samples):
+                existing = have.get((item.id, judge.model, sample))
+                key = verdict_cache_key(item.id, judge, config, sample)
+                if existing is not None and existing.cache_key == key and not _redo(existing, retry_failed):
+                    done += 1
+                    continue
+                if item.id not in prompts:
+                    prompts[item.id] = _prompt_for(item, config)
+                wanted.append(WorkItem(item.id, judge, key, prompts[item.id], sample))
     reusable: list[tuple[WorkItem, int]] = []
     keys = [w.cache_key for w in wanted]
     found: dict[str, int] = {}
@@ -238,7 +245,7 @@ def plan_run(
             reusable.append((work, source))
         else:
             todo.append(work)
-    return RunPlan(run.id if run else None, len(items) * len(config.judges), done, todo, reusable)
+    return RunPlan(run.id if run else None, len(items) * len(config.judges) * config.samples, done, todo, reusable)
 
 
 def _redo(verdict: JudgeVerdict, retry_failed: bool) -> bool:
@@ -258,7 +265,7 @@ def copy_reused(engine: Engine, run_id: int, reusable: list[tuple[WorkItem, int]
             outcome = VerdictOutcome(
                 item_id=work.item_id, judge=work.judge.model, cache_key=work.cache_key, status=src.status,
                 scores=dict(src.scores), explanations=dict(src.explanations), prompt=src.prompt,
-                raw_response=src.raw_response, error=None, latency_seconds=None,
+                raw_response=src.raw_response, error=None, latency_seconds=None, sample=work.sample,
             )
         if record_verdict(engine, run_id, outcome) is not None:
             copied += 1
@@ -283,6 +290,7 @@ class VerdictOutcome:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     cost_known: bool = True
+    sample: int = 0
 
 
 def record_verdict(engine: Engine, run_id: int, outcome: VerdictOutcome) -> str | None:
@@ -296,7 +304,8 @@ def record_verdict(engine: Engine, run_id: int, outcome: VerdictOutcome) -> str 
     """
     failed = outcome.status != VerdictStatus.ok.value
     params = {
-        "w_run": run_id, "w_item": outcome.item_id, "w_judge": outcome.judge, "v_cache_key": outcome.cache_key,
+        "w_run": run_id, "w_item": outcome.item_id, "w_judge": outcome.judge, "w_sample": outcome.sample,
+        "v_cache_key": outcome.cache_key,
         "v_status": outcome.status, "v_scores": outcome.scores, "v_explanations": outcome.explanations,
         "v_prompt": outcome.prompt, "v_raw_response": outcome.raw_response, "v_error": outcome.error,
         "v_latency_seconds": outcome.latency_seconds, "v_created_at": utcnow(),
@@ -333,13 +342,14 @@ def _verdict_statements() -> tuple[Any, Any, Any]:
     replace_failed = (
         update(t)
         .where(t.c.jury_run_id == bindparam("w_run"), t.c.item_id == bindparam("w_item"),
-               t.c.judge == bindparam("w_judge"), t.c.status != VerdictStatus.ok.value)
+               t.c.judge == bindparam("w_judge"), t.c.sample == bindparam("w_sample"),
+               t.c.status != VerdictStatus.ok.value)
         .values({**{f: bindparam(f"v_{f}", type_=t.c[f].type) for f in fields},
                  **{f: t.c[f] + bindparam(f"v_{f}", type_=t.c[f].type) for f in spent}})
     )
     insert_new = insert(t).values(
         jury_run_id=bindparam("w_run"), item_id=bindparam("w_item"), judge=bindparam("w_judge"),
-        **{f: bindparam(f"v_{f}", type_=t.c[f].type) for f in (*fields, *spent)},
+        sample=bindparam("w_sample"), **{f: bindparam(f"v_{f}", type_=t.c[f].type) for f in (*fields, *spent)},
     )
     bump_run = (
         update(r)
@@ -414,8 +424,9 @@ def request_stop(engine: Engine, run_id: int) -> bool:
 
 
 def planned_calls(session: Session, run: JuryRun) -> int:
-    """How many verdicts the run needs in all: items times judges (a recorded run: what it holds)."""
+    """How many verdicts the run needs in all: items times judges times samples (a recorded run: what it holds)."""
     if run.source != RunSource.litellm:
         return run.calls_done
     n_items = len(session.exec(select(Item.id).where(Item.study_id == run.study_id)).all())
-    return n_items * len((run.config or {}).get("judges", []))
+    config = run.config or {}
+    return n_items * len(config.get("judges", [])) * int(config.get("samples") or 1)

@@ -22,7 +22,7 @@ from medhelm_core.agreement import COMPOSITE, POOLED
 from medhelm_core.agreement.protocol import PROTOCOLS
 from medhelm_core.db.migrate import current_revision
 from medhelm_core.db.models import Item, Study
-from medhelm_core.errors import ValidationError
+from medhelm_core.errors import MedhelmError, ValidationError
 from medhelm_core.figures import (
     DashboardData,
     VersionFigures,
@@ -52,6 +52,7 @@ from medhelm_core.figures.model_figures import ModelFigures
 from medhelm_core.format import number
 from medhelm_core.rating.quality import RaterQuality, study_rater_quality
 from medhelm_core.report.model_sections import MODEL_CHART_TITLES, model_charts, report_model_figures
+from medhelm_core.verdict import StudyVerdict, study_verdict
 
 #: distributions whose versions decide the figures (or how they are drawn); listed in the manifest
 PACKAGES = (
@@ -134,6 +135,20 @@ class ReportContent:
     quality: RaterQuality | None = None
     #: the models: clinician-anchored scores, rankings, win rates (medhelm_core.figures.model_figures)
     models: ModelFigures | None = None
+    #: the pre-registered verdict and the judge bias panel (medhelm_core.verdict), opening the report
+    verdict: StudyVerdict | None = None
+
+    @property
+    def verdict_lines(self) -> list[tuple[str, list[str]]]:
+        """The verdict and the bias panel in plain words, as (heading, sentences), for the top of the report."""
+        v = self.verdict
+        if v is None:
+            return []
+        protocol = v.protocol.describe()
+        fixed = f"fixed {v.protocol_fixed_at:%Y-%m-%d %H:%M} UTC" if v.protocol_fixed_at else "not fixed (default)"
+        return [("Verdict: can the jury stand in for a clinician?", [*v.flags, f"Protocol ({fixed}): {protocol}.",
+                                                                      *v.sentences, *v.design]),
+                ("Judge bias panel", v.bias_words)]
 
     @property
     def benchmarks(self) -> list[str]:
@@ -234,6 +249,11 @@ def report_content(
     subsets = judge_subset_table(long)
     versions = compute_version_figures(session, study, options.benchmarks, n_resamples=options.n_resamples)
     models = report_model_figures(session, study, options)
+    try:  # a report shows the verdict but does not count as its first viewing (the page and the CLI do)
+        verdict = study_verdict(session, study, options.jury_run_id, record_view=False,
+                                benchmarks=options.benchmarks)
+    except MedhelmError:
+        verdict = None
     charts: dict[str, alt.TopLevelMixin] = {"icc": icc_chart(headline)}
     if means["jury"].notna().any():
         charts["scatter"] = scatter_chart(means, data.scale)
@@ -272,6 +292,7 @@ def report_content(
         version_figures=versions,
         quality=study_rater_quality(session, study),
         models=models,
+        verdict=verdict,
     )
 
 

@@ -107,6 +107,8 @@ def render_html(content: ReportContent, bundle_files: dict[str, int] | None = No
             '<p class="recorded">The jury scores are <strong>recorded</strong>: imported from elsewhere '
             "(such as MedHELM's published jury means), not judges called by this app.</p>"
         )
+    for heading, sentences in content.verdict_lines:
+        parts += [f"<h2>{esc(heading)}</h2>", "<ul>", *(f"<li>{esc(s)}</li>" for s in sentences), "</ul>"]
     if content.nothing_to_show:
         parts.append(f'<p class="recorded">{esc(NOTHING_TO_SHOW)}</p>')
     pooled = content.headline[

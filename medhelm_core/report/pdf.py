@@ -178,6 +178,10 @@ def render_pdf(content: ReportContent) -> bytes:
             "The jury scores are RECORDED: imported from elsewhere (such as MedHELM's published jury "
             "means), not judges called by this app.",
         )
+    for heading, sentences in content.verdict_lines:
+        _heading(pdf, heading, 12, keep=12)
+        for sentence in sentences:
+            _paragraph(pdf, f"- {sentence}")
     if content.nothing_to_show:
         _paragraph(pdf, NOTHING_TO_SHOW, 10)
     headline = content.headline

@@ -11,9 +11,21 @@ the form's container (:func:`form_key`), :data:`SUBMIT`, :data:`NEXT` and :data:
 
 Keys typed into a text field (the comment, a note) are left to the field, except Enter in the comment, which
 submits; Escape leaves a field, and Ctrl+Enter submits from anywhere.
+
+A press acts on the item on screen, never on the one on its way out. Once Submit, Next or Previous is pressed
+(by key or click), the item's form gives up the focus and the keys and those buttons wait until the page has
+answered: the next item arrives (its first criterion then takes the focus), or the same item comes back (a
+refused submission, its message beside it). Streamlit keeps showing the old form until the new one is drawn,
+so without this a quick "4" after Enter scored the old item and a second Enter (or a double click) submitted
+the new item's empty form. Each run of the page gives :func:`rating_keys` a new opaque ``run`` token, so the
+script knows that the page has answered even when the item stays the same. A new item takes the focus only
+from nothing, from a rating form or from what was just clicked to get there (a button, a link): a study
+picker, a popover or a field the clinician is using keeps it.
 """
 
 from __future__ import annotations
+
+import uuid
 
 import streamlit as st
 
@@ -34,11 +46,13 @@ _JS = """
 export default function (component) {
   const data = component.data || {};
   const item = data.item || "";
-  const state = window.__medhelmRateKeys || (window.__medhelmRateKeys = {item: null, current: 0});
+  const state = window.__medhelmRateKeys ||
+    (window.__medhelmRateKeys = {item: null, current: 0, run: null, leaving: false});
   const selector = (key) => `.st-key-${key}`;
-  const form = () => document.querySelector(selector(data.form + state.item)) ||
-    document.querySelector(`[class*="st-key-${data.form}"]`);
+  const anyForm = `[class*="st-key-${data.form}"]`;
+  const form = () => document.querySelector(selector(data.form + state.item)) || document.querySelector(anyForm);
   const groups = () => Array.from(form() ? form().querySelectorAll('[role="radiogroup"]') : []);
+  const actions = [data.submit, data.next, data.previous].map((key) => `${selector(key)} button`).join(", ");
 
   function focusGroup(index) {
     const all = groups();
@@ -63,6 +77,21 @@ export default function (component) {
   function inOverlay(el) {
     return el.closest && el.closest('[role="dialog"], [role="listbox"], [data-baseweb="popover"]');
   }
+  function inUse(el) {
+    // A control outside the rating forms that the clinician is using: an open picker or popover, a text field.
+    if (!el || !el.tagName || el === document.body || (el.closest && el.closest(anyForm))) return false;
+    if (inOverlay(el) || el.getAttribute("aria-expanded") === "true") return true;
+    return typing(el) && el.getAttribute("role") !== "combobox";
+  }
+  function onClick(event) {
+    // In the capture phase, before Streamlit's own handler: a second press while the first is answered is dropped.
+    const button = event.target && event.target.closest && event.target.closest(actions);
+    if (!button) return;
+    if (state.leaving) { event.preventDefault(); event.stopPropagation(); return; }
+    state.leaving = true;
+    const active = document.activeElement;
+    if (active && active.closest && active.closest(anyForm)) active.blur();  // the old form loses its highlight
+  }
   function onKey(event) {
     if (!form() || event.isComposing) return;
     const handled = () => { event.preventDefault(); event.stopPropagation(); };
@@ -84,6 +113,11 @@ export default function (component) {
       return;
     }
     if (inOverlay(event.target)) return;
+    if (state.leaving) {
+      // Submitted or moved on: until the page answers, these keys would land on the form on its way out.
+      if (/^[1-9]$/.test(event.key) || ["Enter", "j", "J", "k", "K"].includes(event.key)) handled();
+      return;
+    }
     const all = groups();
     const inside = all.findIndex((group) => group.contains(document.activeElement));
     if (inside >= 0) state.current = inside;
@@ -107,27 +141,47 @@ export default function (component) {
 
   // In the capture phase: the radios' own handlers (react-aria) would otherwise take Enter first.
   if (state.listener) document.removeEventListener("keydown", state.listener, true);
+  if (state.clicks) document.removeEventListener("click", state.clicks, true);
   state.listener = onKey;
+  state.clicks = onClick;
   document.addEventListener("keydown", onKey, true);
+  document.addEventListener("click", onClick, true);
 
+  // This run of the page has drawn its form: a press made before it has been answered.
+  const answered = data.run !== state.run;
+  const wasLeaving = state.leaving;
+  state.run = data.run;
+  if (answered) state.leaving = false;
   if (item && item !== state.item) {
     // A new item: back to the top of the page and its first criterion, once its form is drawn.
     state.item = item;
     let tries = 0;
     const scrollers = '[data-testid="stMain"], [data-testid="stAppViewContainer"], section.main';
     const settle = () => {
+      if (item !== state.item) return;
       for (const el of [document.scrollingElement, ...document.querySelectorAll(scrollers)]) {
         if (el) el.scrollTop = 0;
       }
-      if (document.querySelector(`${selector(data.form + item)} [role="radiogroup"]`)) { focusGroup(0); return; }
-      if (tries++ < 40) setTimeout(settle, 50);
+      // Every criterion drawn: Streamlit loads each widget on its own, the first may come last on a first visit.
+      const drawn = document.querySelectorAll(`${selector(data.form + item)} [role="radiogroup"]`).length;
+      if (drawn >= (data.criteria || 1) || (drawn && tries >= 100)) {
+        if (!inUse(document.activeElement)) focusGroup(0);
+        return;
+      }
+      if (tries++ < 100) setTimeout(settle, 50);
     };
     setTimeout(settle, 0);
+  } else if (answered && wasLeaving && !inUse(document.activeElement)) {
+    focusGroup(state.current);  // the same item is back (a refused submission): where the clinician was
   }
   return () => {
     if (state.listener === onKey) {
       document.removeEventListener("keydown", onKey, true);
       state.listener = null;
+    }
+    if (state.clicks === onClick) {
+      document.removeEventListener("click", onClick, true);
+      state.clicks = null;
     }
   };
 }
@@ -141,8 +195,11 @@ def form_key(item_token: str) -> str:
     return f"{FORM}{item_token}"
 
 
-def rating_keys(item_token: str) -> None:
-    """Turn the keys on for the item whose opaque token is ``item_token`` (a new token scrolls to the top and
-    highlights the first criterion). Call it once per run of the Rate page, after its form."""
-    _component(key="rate_keys", data={"item": item_token, "form": FORM, "submit": SUBMIT, "next": NEXT,
-                                      "previous": PREVIOUS})
+def rating_keys(item_token: str, criteria: int) -> None:
+    """Turn the keys on for the item whose opaque token is ``item_token`` and whose form has ``criteria`` radios
+    (a new token scrolls to the top and highlights the first criterion, once all are drawn). Call it once per
+    run of the Rate page, at its end, after the submission has been handled: a run that moves on to another item
+    must not reach it (it reruns first), so the script sees the old item's run answered only by the next item,
+    or by the same item when it is refused."""
+    _component(key="rate_keys", data={"item": item_token, "criteria": criteria, "run": uuid.uuid4().hex[:12],
+                                      "form": FORM, "submit": SUBMIT, "next": NEXT, "previous": PREVIOUS})

@@ -25,6 +25,7 @@ ALLOWED = {
     "metrics.py": {"admin", "researcher"},
     "jury.py": {"admin", "researcher"},
     "agreement.py": {"admin", "researcher"},
+    "verdict.py": {"admin", "researcher"},
     "adjudicate.py": {"admin", "researcher", "adjudicator"},
     "review.py": {"admin", "researcher"},
     "models.py": {"admin", "researcher"},

@@ -219,3 +219,13 @@ def test_the_report_says_which_judges_and_versions_to_trust_and_bundles_their_ta
     assert set(robust["method"]) == {"AC2", "kappa_qw"} and "jury-clinician" in set(robust["comparison"])
     subsets = pd.read_csv(demo_report / "data" / "judge_subsets.csv")
     assert "clinician ceiling" in set(subsets["subset"]) and "all judges" in set(subsets["subset"])
+
+
+def test_the_report_opens_with_the_verdict_and_the_bias_panel(medhelm_report):
+    out, _ = medhelm_report
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert html.index("<h2>Verdict") < html.index("<h2>Judge bias panel") < html.index("<h2>Headline agreement")
+    assert "NOT ENOUGH DATA" in html and "cannot run the Alternative Annotator Test" in html
+    assert "not pre-registered" in html  # the seeded study has no protocol fixed
+    text = " ".join(p.extract_text() for p in PdfReader(out / "report.pdf").pages[:2])
+    assert "Verdict: can the jury stand in for a clinician?" in text and "Judge bias panel" in text
