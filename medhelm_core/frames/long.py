@@ -27,6 +27,12 @@ def scores_long_frame(session: Session, study: Study, jury_run_id: int | None = 
         jury_long_frame(session, study, jury_run_id)[LONG_COLUMNS],
         metrics_long_frame(session, study),
     ]
+    return stack_long(session, study, parts)
+
+
+def stack_long(session: Session, study: Study, parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """``parts`` (long frames of :data:`LONG_COLUMNS`) as one, item ids as text and the study's gold items left
+    out: how every loader of agreement inputs ends (:func:`scores_long_frame`, the verdict's frame)."""
     parts = [p for p in parts if not p.empty]
     if not parts:
         return pd.DataFrame(columns=LONG_COLUMNS)

@@ -9,7 +9,8 @@ from medhelm_core.db.models import Item, Study
 from medhelm_core.frames.clinicians import clinician_ratings_frame
 from medhelm_core.frames.items import item_identity_frame
 from medhelm_core.frames.jury import judge_scores_frame, jury_long
-from medhelm_core.frames.rows import LONG_COLUMNS, select_frame, without_items
+from medhelm_core.frames.long import stack_long
+from medhelm_core.frames.rows import LONG_COLUMNS, select_frame
 from medhelm_core.frames.runs import study_jury_run
 from medhelm_core.rating.gold import gold_item_ids
 
@@ -29,12 +30,7 @@ def verdict_long_frame(session: Session, study: Study, jury_run_id: int | None =
     if run is not None:
         scores = judge_scores_frame(session, run.id)
         parts.append(jury_long(scores, item_identity_frame(session, study), judges=True)[LONG_COLUMNS])
-    parts = [p for p in parts if not p.empty]
-    if not parts:
-        return pd.DataFrame(columns=LONG_COLUMNS)
-    frame = pd.concat(parts, ignore_index=True)
-    frame["item_id"] = frame["item_id"].astype(str)
-    return without_items(frame, gold_item_ids(session, study))
+    return stack_long(session, study, parts)
 
 
 def judge_samples_frame(session: Session, study: Study, jury_run_id: int | None = None) -> pd.DataFrame:
