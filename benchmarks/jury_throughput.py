@@ -1,15 +1,23 @@
-"""Jury throughput against the loopback OpenAI-compatible server, in one run: this jury vs a plain loop.
+"""Jury throughput at a loopback OpenAI-compatible server, beside bare litellm, the openai SDK and raw aiohttp.
 
-The server (tests/support/fake_openai_server.py) runs in its own process and waits ``--latency`` seconds before
-every answer, like a provider. The jury makes ``--calls`` calls (one judge, one call per item) at
-``--concurrency``, writing every verdict to an SQLite file as it arrives; the ceiling is concurrency /
-latency calls per second. The baseline is a plain sequential ``litellm.acompletion`` loop (no parsing, no
-database) over ``--sequential-calls`` calls, and the jury again at concurrency 1. Bare litellm calls at the
-same concurrency show what litellm itself allows on the machine (its own CPU cost per call bounds one
-process well below the ceiling on a small machine).
+In one run, at each latency (0 and 100 ms by default) and ``--concurrency`` calls at once (50), four ways to make
+``--calls`` chat completions with the jury's own prompt against tests/support/fake_openai_server.py (in its own
+process, waiting ``latency`` before every answer, like a provider):
 
-    .venv/bin/python benchmarks/jury_throughput.py                     # issue 4: 2,000 calls, 100 ms, 50 at once
-    .venv/bin/python benchmarks/jury_throughput.py --calls 400 --latency 0.05 --concurrency 8
+- ``jury``: :func:`~medhelm_core.jury.run_jury` through its real path (plan, calls, parse, verdicts written to an
+  SQLite file), one ``openai/...`` judge at the server;
+- ``litellm``: bare ``litellm.acompletion`` calls (no parse, no database);
+- ``openai_sdk``: bare ``openai.AsyncOpenAI`` calls over aiohttp, the client the jury uses for such a judge;
+- ``aiohttp``: raw HTTP posts, what one Python process can do at all.
+
+Each runs in a process of its own (so one's imports and threads do not slow another), after a warm-up of
+``--warmup`` calls. The limit at latency L is concurrency / L calls a second (500 at 100 ms); ``--check`` exits 1 when
+the jury makes fewer than ``--target`` (400) calls a second at 100 ms. ``--profile FILE`` also samples the jury's
+call phase at the last latency with py-spy (if installed) and prints where its CPU goes.
+
+    .venv/bin/python benchmarks/jury_throughput.py --check                  # issue 20: 2,000 calls, 0 and 100 ms, 50
+    .venv/bin/python benchmarks/jury_throughput.py --calls 300 --latencies 0.1
+    .venv/bin/python benchmarks/jury_throughput.py --profile /tmp/jury.prof
 """
 
 from __future__ import annotations
@@ -19,10 +27,13 @@ import asyncio
 import json
 import os
 import platform
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,16 +41,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
-from support.helpers import study_named  # noqa: E402
-from support.jury_support import make_study  # noqa: E402
-
-from medhelm_core.db.engine import make_engine  # noqa: E402
-from medhelm_core.db.migrate import upgrade_database  # noqa: E402
-from medhelm_core.jury import build_config, run_jury  # noqa: E402
-from medhelm_core.jury.calls import load_litellm  # noqa: E402
-from medhelm_core.rubric import default_rubric  # noqa: E402
-
 MODEL = "openai/bench-judge"
+CONTENDERS = ("jury", "litellm", "openai_sdk", "aiohttp")
 
 
 def start_server(latency: float) -> tuple[subprocess.Popen, str]:
@@ -48,81 +51,250 @@ def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     return proc, proc.stdout.readline().strip()
 
 
-def jury_rate(base: str, calls: int, concurrency: int, folder: Path, name: str) -> tuple[float, int]:
-    engine = make_engine(f"sqlite:///{folder / (name + '.db')}")
-    upgrade_database(engine)
-    make_study(engine, ["good"] * calls, name=name)
+def jury_messages() -> list[dict[str, str]]:
+    """The messages the jury sends for one bench item: the bare contenders send the same bytes."""
+    from medhelm_core.jury.prompt import DEFAULT_TEMPLATE, render_prompt
+    from medhelm_core.rubric import default_rubric
+
+    return render_prompt(DEFAULT_TEMPLATE, default_rubric(), benchmark="medi_qa", input_text=ITEM["input_text"],
+                         output_text=ITEM["output_text"], reference_text=ITEM["reference_text"]).messages
+
+
+ITEM = {"input_text": "Question: can I take ibuprofen with food?", "output_text": "Yes, with food. SCENARIO=good",
+        "reference_text": "Yes; take it with food to spare the stomach."}
+
+
+# -- the contenders, each run in its own process -------------------------------------------------------------------
+
+def run_jury_contender(base: str, calls: int, concurrency: int, warmup: int,
+                       profile: str | None) -> tuple[float, float]:
+    from support.helpers import study_named
+
+    from medhelm_core.db.engine import make_engine, transaction
+    from medhelm_core.db.migrate import upgrade_database
+    from medhelm_core.db.models import Item
+    from medhelm_core.jury import build_config, run_jury
+    from medhelm_core.rubric import default_rubric
+    from medhelm_core.studies import get_or_create_study
+
+    os.environ.setdefault("OPENAI_API_KEY", "bench")
     config = replace(build_config(default_rubric(), [MODEL], api_base=base, concurrency=concurrency, timeout=30),
                      retry_base_seconds=0.05)
-    started = time.perf_counter()
-    summary = run_jury(engine, study_named(engine, name), config)
-    elapsed = time.perf_counter() - started
-    assert summary.done == calls and summary.failed == 0, summary
-    engine.dispose()
-    return calls / elapsed, summary.done
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = make_engine(f"sqlite:///{Path(tmp) / 'bench.db'}")
+        upgrade_database(engine)
+        for name, n in (("warmup", warmup), ("bench", calls)):
+            with transaction(engine) as session:
+                study, _ = get_or_create_study(session, name)
+                session.add_all([Item(study_id=study.id, benchmark="medi_qa", instance_id=f"i{i}", model="m",
+                                      **{**ITEM, "input_text": f"{ITEM['input_text']} ({i})"}) for i in range(n)])
+        run_jury(engine, study_named(engine, "warmup"), config)  # first-use costs: imports, the client, SQLite's pages
+        spy = start_profiler(profile) if profile else None
+        started, cpu = time.perf_counter(), time.process_time()
+        summary = run_jury(engine, study_named(engine, "bench"), config)
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(60)
+        assert summary.done == calls and summary.failed == 0, summary
+        engine.dispose()
+    return calls / elapsed, cpu / calls
 
 
-async def plain_litellm_rate(litellm, base: str, calls: int, concurrency: int) -> float:
-    """Bare ``litellm.acompletion`` calls (no prompt, parsing or database): what litellm alone allows."""
-    messages = [{"role": "user", "content": "Rate this answer. SCENARIO=good " + "x" * 3000}]
+def start_profiler(path: str) -> subprocess.Popen:
+    """py-spy sampling this process (the jury's run only), written as collapsed stacks to ``path``."""
+    spy = subprocess.Popen([shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record",
+                            "--pid", str(os.getpid()), "--format", "raw", "--rate", "250", "--nonblocking",
+                            "--output", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # attach before the run starts
+    return spy
+
+
+async def bare_rate(call, calls: int, concurrency: int, warmup: int) -> tuple[float, float]:
+    """(calls a second, CPU seconds of this process per call) of ``calls`` calls, ``concurrency`` at once."""
     limit = asyncio.Semaphore(concurrency)
 
     async def one() -> None:
         async with limit:
-            await litellm.acompletion(model=MODEL, messages=messages, api_base=base, api_key="bench",
-                                      temperature=0, max_tokens=4096, num_retries=0, max_retries=0)
+            await call()
 
-    started = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(warmup)))
+    started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(one() for _ in range(calls)))
-    return calls / (time.perf_counter() - started)
+    return calls / (time.perf_counter() - started), (time.process_time() - cpu) / calls
+
+
+async def litellm_contender(base: str, calls: int, concurrency: int, warmup: int) -> tuple[float, float]:
+    from medhelm_core.jury.calls import load_litellm
+
+    litellm = load_litellm()
+    messages = jury_messages()
+
+    async def call() -> None:
+        await litellm.acompletion(model=MODEL, messages=messages, api_base=base, api_key="bench", temperature=0,
+                                  max_tokens=4096, num_retries=0, max_retries=0)
+
+    return await bare_rate(call, calls, concurrency, warmup)
+
+
+async def openai_sdk_contender(base: str, calls: int, concurrency: int, warmup: int) -> tuple[float, float]:
+    from medhelm_core.jury.config import JudgeSpec
+    from medhelm_core.jury.openai_compatible import open_client
+
+    client = open_client(JudgeSpec(MODEL, api_base=base, concurrency=concurrency, timeout=30), "bench")
+    messages = jury_messages()
+
+    async def call() -> None:
+        await client.chat.completions.create(model=MODEL.split("/", 1)[1], messages=messages, temperature=0,
+                                             max_tokens=4096)
+
+    try:
+        return await bare_rate(call, calls, concurrency, warmup)
+    finally:
+        await client.close()
+
+
+async def aiohttp_contender(base: str, calls: int, concurrency: int, warmup: int) -> tuple[float, float]:
+    import aiohttp
+
+    body = {"model": MODEL.split("/", 1)[1], "messages": jury_messages(), "temperature": 0, "max_tokens": 4096}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency),
+                                     headers={"Authorization": "Bearer bench"}) as session:
+        async def call() -> None:
+            async with session.post(f"{base}/chat/completions", json=body) as response:
+                await response.json()
+
+        return await bare_rate(call, calls, concurrency, warmup)
+
+
+def run_one(args: argparse.Namespace) -> None:
+    """``--only NAME``: one contender in this process; prints its calls a second."""
+    if args.only == "jury":
+        rate, cpu = run_jury_contender(args.base, args.calls, args.concurrency, args.warmup, args.profile_to)
+    else:
+        contender = {"litellm": litellm_contender, "openai_sdk": openai_sdk_contender,
+                     "aiohttp": aiohttp_contender}[args.only]
+        rate, cpu = asyncio.run(contender(args.base, args.calls, args.concurrency, args.warmup))
+    print(json.dumps({"calls_per_s": rate, "cpu_ms_per_call": cpu * 1000}))
+
+
+# -- the profile's shares ------------------------------------------------------------------------------------------
+
+SDK = {"openai", "httpx", "httpx2", "httpcore", "httpcore2", "aiohttp", "anyio", "pydantic", "pydantic_core",
+       "multidict", "yarl", "h11", "jiter", "aiohappyeyeballs", "propcache", "frozenlist", "sniffio", "distro"}
+DATABASE = {"sqlalchemy", "sqlmodel", "sqlite3", "psycopg", "alembic"}
+
+
+def profile_shares(path: str) -> dict[str, float]:
+    """Share of the samples per part: each sample goes to the part of the innermost frame that is not the standard
+    library (json, re, asyncio's helpers ... count for whoever called them); the event loop's own work (select,
+    scheduling) and samples with only standard-library frames (a thread pool's worker) are
+    ``event_loop_and_stdlib``."""
+    counts: Counter[str] = Counter()
+    for line in Path(path).read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack:
+            continue
+        counts[_part(stack.split(";"))] += int(n)
+    total = sum(counts.values()) or 1
+    return {part: round(n / total, 3) for part, n in counts.most_common()}
+
+
+def _part(frames: list[str]) -> str:
+    names = [frame.split(" (")[0] for frame in frames]
+    loop = max((i for i, name in enumerate(names) if name == "BaseEventLoop._run_once"), default=-1)
+    if loop >= 0 and "Handle._run" not in names[loop:]:
+        return "event_loop_and_stdlib"  # the loop itself (select, scheduling), not a callback it runs
+    for frame in reversed(frames):
+        where = frame[frame.rfind("(") + 1:].split(":")[0]
+        top = where.split("/")[0].removesuffix(".py")
+        if top == "litellm":
+            return "litellm"
+        if top in SDK:
+            return "openai_sdk_and_http"
+        if top in DATABASE or where.startswith("medhelm_core/jury/store.py") or "data_versions" in where:
+            return "database_writes"
+        if top in ("medhelm_core", "support"):
+            return "our_code"
+    return "event_loop_and_stdlib"
+
+
+# -- the run -------------------------------------------------------------------------------------------------------
+
+def contender_rate(name: str, base: str, args: argparse.Namespace, profile_to: str | None = None) -> dict[str, float]:
+    """Run one contender in a process of its own: its calls a second and CPU milliseconds per call."""
+    command = [sys.executable, __file__, "--only", name, "--base", base, "--calls", str(args.calls),
+               "--concurrency", str(args.concurrency), "--warmup", str(args.warmup)]
+    if profile_to:
+        command += ["--profile-to", profile_to]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    if result.returncode != 0:
+        raise SystemExit(f"{name} failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=50)
-    parser.add_argument("--sequential-calls", type=int, default=50)
+    parser.add_argument("--latencies", default="0,0.1", help="seconds, comma-separated")
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--contenders", default=",".join(CONTENDERS))
+    parser.add_argument("--target", type=float, default=400.0, help="calls/s the jury must reach at 100 ms")
+    parser.add_argument("--check", action="store_true", help="exit 1 when the jury is under --target at 100 ms")
+    parser.add_argument("--profile", help="py-spy the jury's run at the last latency, collapsed stacks to this file")
+    parser.add_argument("--only", choices=CONTENDERS, help=argparse.SUPPRESS)
+    parser.add_argument("--base", help=argparse.SUPPRESS)
+    parser.add_argument("--profile-to", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    os.environ.setdefault("OPENAI_API_KEY", "bench")
-    litellm = load_litellm()
-    proc, base = start_server(args.latency)
+    if args.only:
+        run_one(args)
+        return
+    latencies = [float(x) for x in args.latencies.split(",")]
+    names = [n.strip() for n in args.contenders.split(",") if n.strip()]
+    limit_100ms = args.concurrency / 0.1
+    rows = []
+    profile = None
+    for latency in latencies:
+        proc, base = start_server(latency)
+        try:
+            for name in names:
+                measured = contender_rate(name, base, args)
+                rate = measured["calls_per_s"]
+                rows.append({"contender": name, "latency_s": latency, "calls_per_s": round(rate, 1),
+                             "share_of_100ms_limit": round(rate / limit_100ms, 3),
+                             "cpu_ms_per_call": round(measured["cpu_ms_per_call"], 2)})
+                print(f"{name:>11} at {latency * 1000:>4.0f} ms: {rate:7.1f} calls/s "
+                      f"({rate / limit_100ms:.0%} of the {limit_100ms:.0f}/s limit at 100 ms), "
+                      f"{measured['cpu_ms_per_call']:.2f} ms CPU per call", file=sys.stderr)
+            if args.profile and latency == latencies[-1] and "jury" in names:
+                rate = contender_rate("jury", base, args, profile_to=args.profile)["calls_per_s"]
+                profile = {"latency_s": latency, "calls_per_s_while_sampled": round(rate, 1),
+                           "shares": profile_shares(args.profile)}
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    jury_100 = next((r["calls_per_s"] for r in rows if r["contender"] == "jury" and r["latency_s"] == 0.1), None)
+    print(json.dumps({
+        "calls": args.calls, "concurrency": args.concurrency, "limit_at_100ms_calls_per_s": limit_100ms,
+        "target_calls_per_s": args.target, "results": rows, "profile": profile,
+        "python": platform.python_version(), "litellm": _version("litellm"), "openai": _version("openai"),
+        "cpus": os.cpu_count(), "load_average_1min": round(os.getloadavg()[0], 2),
+    }, indent=2))
+    if args.check:
+        if jury_100 is None:
+            raise SystemExit("--check needs the jury at 0.1 s latency (--latencies ... ,0.1)")
+        if jury_100 < args.target:
+            raise SystemExit(f"the jury made {jury_100:.0f} calls/s at 100 ms, under the target of {args.target:.0f}")
+
+
+def _version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            jury_rate(base, 20, args.concurrency, folder, "warmup")  # first-use costs of litellm and sqlite
-            plain = asyncio.run(plain_litellm_rate(litellm, base, args.sequential_calls, 1))
-            plain_many = asyncio.run(plain_litellm_rate(litellm, base, args.calls, args.concurrency))
-            one, _ = jury_rate(base, args.sequential_calls, 1, folder, "c1")
-            many, done = jury_rate(base, args.calls, args.concurrency, folder, "cn")
-    finally:
-        proc.terminate()
-        proc.wait(10)
-    limit = args.concurrency / args.latency
-    result = {
-        "calls": done,
-        "latency_s": args.latency,
-        "concurrency": args.concurrency,
-        "limit_calls_per_s": round(limit, 1),
-        "jury_calls_per_s": round(many, 1),
-        "jury_share_of_limit": round(many / limit, 3),
-        "jury_concurrency_1_calls_per_s": round(one, 2),
-        "plain_sequential_litellm_calls_per_s": round(plain, 2),
-        "plain_concurrent_litellm_calls_per_s": round(plain_many, 1),
-        "jury_share_of_plain_concurrent_litellm": round(many / plain_many, 3),
-        "speedup_vs_plain_loop": round(many / plain, 1),
-        "speedup_vs_concurrency_1": round(many / one, 1),
-        "python": platform.python_version(),
-        "litellm": getattr(litellm, "__version__", None) or _version("litellm"),
-        "cpus": os.cpu_count(),
-    }
-    print(json.dumps(result, indent=2))
-
-
-def _version(name: str) -> str:
-    from importlib.metadata import version
-
-    return version(name)
+        return version(name)
+    except PackageNotFoundError:
+        return None
 
 
 if __name__ == "__main__":

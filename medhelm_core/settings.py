@@ -114,3 +114,28 @@ def normalise_url(url: str) -> str:
     if url.startswith("postgresql://") or url.startswith("postgres://"):
         return "postgresql+psycopg://" + url.split("://", 1)[1]
     return url
+
+
+APP_WORKER_ENV = "MEDHELM_APP_WORKER"
+
+
+def app_worker_enabled(url: str, value: str | None = None) -> bool:
+    """Whether the web app runs a job worker in its own process: ``MEDHELM_APP_WORKER`` = ``auto`` (the default:
+    on for SQLite, so ``medhelm demo`` stays one command; off for PostgreSQL, where ``medhelm worker`` processes
+    take the jobs), ``on`` or ``off``.
+
+    Examples
+    --------
+    >>> app_worker_enabled("sqlite:///medhelm.db", ""), app_worker_enabled("postgresql+psycopg://db/m", "")
+    (True, False)
+    >>> app_worker_enabled("postgresql+psycopg://db/m", "on")
+    True
+    """
+    text = (os.environ.get(APP_WORKER_ENV, "") if value is None else value).strip().lower() or "auto"
+    if text in ("1", "on", "true", "yes"):
+        return True
+    if text in ("0", "off", "false", "no"):
+        return False
+    if text != "auto":
+        raise ValidationError(f"{APP_WORKER_ENV}: {text!r} is not auto, on or off")
+    return url.startswith("sqlite")

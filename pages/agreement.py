@@ -1,10 +1,10 @@
 """Agreement: the headline ICC table, its charts, a drill-down to any item, and the report (researchers, admins).
 
-Everything is computed by medhelm_core.figures and kept, process-wide, with the study's data version (counts
-and latest times of its ratings, verdicts and metric scores). After a change the page draws the figures it
-has at once, saying how old they are, while current ones are computed in the background; it polls and reruns
-itself when they are ready. The report always uses current figures. Model text is drawn with st.text and
-dataframes, never as markdown or HTML.
+Everything is computed by medhelm_core.figures and kept, process-wide, with the study's data version (counters
+bumped by every write of its ratings, verdicts, metric scores, items and settings, per benchmark). After a
+change the page draws the figures it has at once, saying how old they are, while current ones are computed in
+the background; it polls and reruns itself when they are ready. The report always uses current figures. Model
+text is drawn with st.text and dataframes, never as markdown or HTML.
 """
 
 from __future__ import annotations

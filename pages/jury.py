@@ -1,9 +1,11 @@
 """Jury: choose the prompt and rubric versions, configure judge models, see the estimate, run, stop and
 resume, and read the verdicts.
 
-The run works in a background thread that writes each verdict to the database; this page only reads the
-run's row, so it stays responsive and a browser reload shows the same progress. Keys come from the
-environment or Streamlit secrets (root-level secrets become environment variables); none is stored.
+Starting a run queues it as a job (medhelm_core.jobs): a worker (the app's own on SQLite, `medhelm worker`
+processes on PostgreSQL) writes each verdict to the database; this page only reads the run's row and its job, so
+it stays responsive, a browser reload shows the same progress, and the run outlives this web process. Keys come
+from the workers' environment (on SQLite the app's: its environment or Streamlit secrets, whose root-level
+entries become environment variables); none is stored.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import VerdictStatus
 from medhelm_core.errors import MedhelmError
 from medhelm_core.frames import usable_run_ids
-from medhelm_core.jury import background
+from medhelm_core.jobs import enqueue_jury_run, run_job_note, stop_jury_run
+from medhelm_core.jury.batch_store import open_batches
 from medhelm_core.jury.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_TOKENS,
@@ -118,13 +121,17 @@ samples = int(st.number_input("Samples per item", 1, MAX_SAMPLES, 1, help="Times
 key_env = st.text_input("Key variable (optional)", help="Name of the environment variable or root-level secret "
                         "holding the key; by default the provider's (OPENAI_API_KEY, ANTHROPIC_API_KEY ...). A judge "
                         "with its own API base (a local server) needs none.")
+batch_mode = st.toggle("Batch API", key="jury_batch", help="Send the calls through the provider's batch API "
+                       "(OpenAI, Azure OpenAI, OpenAI-compatible servers that serve /v1/batches): about half the "
+                       "price, results within 24 hours. Stopping leaves the batches at the provider; Resume collects "
+                       "them.")
 config: JuryConfig | None = None
 if judge_text.strip():
     try:
         judges = judges_from_text(judge_text, temperature=temperature, concurrency=concurrency,
                                   max_tokens=max_tokens, timeout=timeout, api_key_env=key_env.strip() or None)
         config = JuryConfig(judges=judges, rubric=judge_rubric, samples=samples).with_template(prompt)
-        estimate = estimate_run(eng, study, config)
+        estimate = estimate_run(eng, study, config, batch=batch_mode)
     except MedhelmError as exc:
         st.error(markdown_literal(exc))
         config = None
@@ -134,7 +141,7 @@ if judge_text.strip():
         st.info(markdown_literal(estimate.describe()))
         if st.button("Start the jury", type="primary", disabled=estimate.calls + estimate.reused == 0):
             try:
-                st.session_state["jury_run"] = background.start_in_background(eng, study, config, actor=who)
+                st.session_state["jury_run"] = enqueue_jury_run(eng, study, config, batch=batch_mode, actor=who)[1]
             except MedhelmError as exc:
                 st.error(markdown_literal(exc))
             else:
@@ -164,7 +171,8 @@ with Session(eng) as session:
     # Watched while the stored status says a worker has the run, even when its heartbeat is late and it reads
     # "interrupted": under load a live worker can be silent for seconds, then finish (the page used to stop watching
     # at the first "interrupted" and stayed there while the CLI said "finished").
-    watching = run_progress(session, run_id).may_change
+    note = run_job_note(session, run_id)
+    watching = run_progress(session, run_id).may_change or (note is not None and note.live)
 
 
 # The buttons below live in a fragment, whose re-runs skip the page's require_page: session_checked checks the
@@ -174,7 +182,9 @@ with Session(eng) as session:
 def progress() -> None:
     with Session(eng) as session:
         shown = run_progress(session, run_id)
+        job = run_job_note(session, run_id)
     current, status, state, planned = shown.run, shown.status, shown.state, shown.planned
+    queued = job is not None and job.live
     if shown.recorded:
         st.warning("Recorded jury scores: imported from elsewhere (such as MedHELM's published jury means), "
                    "not judges called by this app.")
@@ -186,15 +196,17 @@ def progress() -> None:
     c[1].metric("Failed", current.calls_failed)
     c[2].metric("Tokens", f"{current.prompt_tokens + current.completion_tokens:,}")
     c[3].metric("Cost", f"${current.cost_usd:.4f}")
+    if queued:
+        st.caption(markdown_literal(job.text))
     if state.get("unpriced"):
         st.caption(markdown_literal(f"No price known for {', '.join(state['unpriced'])}: counted as $0."))
-    error = state.get("error") or background.background_error(run_id)
+    error = state.get("error") or (job.error if job is not None else None)
     if error:
         st.error("The run stopped with an error:")
         show_text(error)  # it may quote a server's answer: drawn as text
-    if shown.active:
+    if shown.active or queued:
         if st.button("Stop", key="stop_run", disabled=status == "stopping"):
-            background.stop_run(eng, run_id)
+            stop_jury_run(eng, run_id)
             st.rerun()
     elif watching and not shown.may_change:
         st.rerun()  # it just ended: redraw the whole page with its results
@@ -212,8 +224,10 @@ def progress() -> None:
             try:
                 with Session(eng) as session:
                     stored = stored_config(session, study, current)
-                st.session_state["jury_run"] = background.start_in_background(
-                    eng, study, stored, retry_failed=bool(retry), actor=who)
+                    # calls waiting in provider batches are collected in batch mode, never asked again live
+                    in_batches = bool(open_batches(session, run_id))
+                st.session_state["jury_run"] = enqueue_jury_run(eng, study, stored, retry_failed=bool(retry),
+                                                                batch=batch_mode or in_batches, actor=who)[1]
             except MedhelmError as exc:
                 st.error(markdown_literal(exc))
             else:

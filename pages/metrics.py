@@ -11,7 +11,15 @@ from sqlmodel import Session
 
 from medhelm_core.csv_safe import csv_text
 from medhelm_core.errors import MedhelmError
-from medhelm_core.metrics import Progress, compute_metrics, metric_scores_frame, metric_settings_frame, metric_specs
+from medhelm_core.metrics import (
+    BERTSCORE_INSTALL,
+    Progress,
+    bertscore_available,
+    compute_metrics,
+    metric_scores_frame,
+    metric_settings_frame,
+    metric_specs,
+)
 from medhelm_core.metrics.store import reference_counts
 from medhelm_core.metrics.tables import metric_summary, metric_table, settings_choices
 from medhelm_core.text import markdown_literal
@@ -26,6 +34,7 @@ st.caption(
 )
 
 study = pick_study("No studies yet: import items on the Data page.")
+has_bertscore = bertscore_available()  # a lean install has no torch: ROUGE works, BERTScore says how to add it
 
 with st.form("compute"):
     left, right = st.columns(2)
@@ -33,7 +42,9 @@ with st.form("compute"):
         want_rouge = st.checkbox("ROUGE-L and ROUGE-Lsum", value=True)
         stemmer = st.checkbox("Porter stemmer (as HELM)", value=True)
     with right:
-        want_bert = st.checkbox("BERTScore", value=True)
+        want_bert = st.checkbox("BERTScore", value=has_bertscore, disabled=not has_bertscore)
+        if not has_bertscore:
+            st.info(markdown_literal(BERTSCORE_INSTALL))
         model = st.text_input("BERTScore model folder on the server", placeholder="bundled all-MiniLM-L6-v2")
         layer = st.number_input("Layer", min_value=0, max_value=200, value=None, step=1,
                                 placeholder="6 for the bundled model; required for another model")
@@ -41,7 +52,7 @@ with st.form("compute"):
     go = st.form_submit_button("Compute metrics", type="primary")
 
 if go:
-    bar = st.progress(0.0, text="Starting (loading BERTScore's model takes a few seconds)")
+    bar = st.progress(0.0, text="Starting (loading BERTScore's model takes a few seconds)" if want_bert else "Starting")
 
     def show(progress: Progress) -> None:
         share = progress.done / progress.total if progress.total else 1.0

@@ -80,11 +80,20 @@ skipped_note = f" · {chosen.skipped} skipped" if chosen.skipped else ""
 head_progress.progress(chosen.handled / chosen.assigned if chosen.assigned else 0.0,
                        text=f"{chosen.done} of {chosen.assigned} done{skipped_note}")
 
+pos_key = f"position_{study_id}"
+revising_key = f"revising_{study_id}"
 with Session(engine()) as session:
+    # Only what the page shows: counts, the place in the queue and its item (never the whole queue); the place
+    # resumes at the first open item on a first visit or when the queue got shorter.
     study = get_study_by_id(session, study_id)
-    entries = rq.queue(session, who, study)
-    rubric = rq.study_rubric(session, study)
+    view = rq.rate_view(session, who, study, st.session_state.get(pos_key),
+                        revising=bool(st.session_state.get(revising_key)), waiting=chosen.waiting)
+    rubrics = st.session_state.setdefault("rate_rubrics", {})  # a stored rubric is immutable: read it once
+    if study.rubric_id not in rubrics:
+        rubrics[study.rubric_id] = rq.study_rubric(session, study)
+    rubric = rubrics[study.rubric_id]
     instructions = study.instructions or study.description
+st.session_state[pos_key] = view.index
 
 
 def show_instructions() -> None:
@@ -104,12 +113,7 @@ def show_instructions() -> None:
 with head_help.popover("Instructions", icon=":material/menu_book:", width="stretch"):
     show_instructions()
 
-pos_key = f"position_{study_id}"
-revising_key = f"revising_{study_id}"
-if pos_key not in st.session_state or st.session_state[pos_key] >= len(entries):
-    st.session_state[pos_key] = rq.first_open(entries)  # resume where they left off
-
-if not rq.all_done(entries):
+if not view.all_done:
     st.session_state.pop(revising_key, None)  # new work came in: back to the open items
 elif not st.session_state.get(revising_key):
     st.success(f"**All done.** You have rated {chosen.done} of the {chosen.assigned} items assigned to you in this "
@@ -134,14 +138,13 @@ elif not st.session_state.get(revising_key):
 
 @session_checked("rate")  # a callback runs before the page script, so before its require_page
 def go(step: int) -> None:
-    st.session_state[pos_key] = min(max(st.session_state[pos_key] + step, 0), len(entries) - 1)
+    st.session_state[pos_key] = min(max(st.session_state[pos_key] + step, 0), view.length - 1)
 
 
-index = st.session_state[pos_key]
-entry = entries[index]
-with Session(engine()) as session:
-    # A repeat (test-retest) looks like any other item; only its widget keys and its storage differ.
-    item = rq.load_item(session, who, study, entry.item_id, retest=entry.retest)
+index, entry, item = view.index, view.entry, view.item  # a repeat (test-retest) looks like any other item
+if entry is None or item is None:  # the queue emptied under this run (its items moved to someone else)
+    st.info("No items are assigned to you in this study any more.")
+    st.stop()
 
 # Widget keys reach the browser (as CSS classes), so the repeat's slot is an opaque token, not a marker.
 slot = st.session_state.setdefault(f"slot_{item.item_id}_{entry.retest}", uuid.uuid4().hex[:12])
@@ -170,10 +173,10 @@ with left:
     nav_prev, nav_label, nav_next, nav_skip = st.columns([3, 4, 3, 3], vertical_alignment="center")
     nav_prev.button("← Previous", key=PREVIOUS, on_click=go, args=(-1,), disabled=index == 0, width="stretch",
                     help="K")
-    nav_next.button("Next →", key=NEXT, on_click=go, args=(1,), disabled=index >= len(entries) - 1, width="stretch",
+    nav_next.button("Next →", key=NEXT, on_click=go, args=(1,), disabled=index >= view.length - 1, width="stretch",
                     help="J")
     state = "rated, you can revise it" if entry.rated else "skipped" if entry.skipped else ""
-    nav_label.markdown(f"Item **{index + 1}** of {len(entries)}" + (f"  \n:gray[{state}]" if state else ""))
+    nav_label.markdown(f"Item **{index + 1}** of {view.length}" + (f"  \n:gray[{state}]" if state else ""))
     if not item.text_available:
         st.caption("The texts of this item were not imported (ids and scores only).")
     budget = TEXT_BOXES - (52 if item.reference_text is not None else 0)
@@ -240,8 +243,7 @@ def move_on() -> None:
     """After a submission or a skip: the next open item (or the all-done state), at the top of the page."""
     st.session_state.pop(shown_key, None)
     with Session(engine()) as session:
-        fresh = rq.queue(session, who, study)
-    st.session_state[pos_key] = rq.next_open(fresh, index)
+        st.session_state[pos_key] = rq.next_open_index(session, who, study, index)
     st.rerun()
 
 

@@ -18,7 +18,7 @@ from medhelm_core.db.engine import transaction
 from medhelm_core.errors import MedhelmError
 from medhelm_core.rating import gold
 from medhelm_core.rating.assignment import (
-    assign_balanced,
+    assign_in_steps,
     rater_progress,
     reassign,
     study_clinicians,
@@ -207,8 +207,8 @@ with st.form("assign"):
     go = st.form_submit_button("Assign", type="primary")
 if go:
     try:
-        with transaction(engine()) as session:
-            plan = assign_balanced(session, get_study_by_id(session, study.id), int(overlap), chosen or None, actor=who)
+        # in steps: the clinicians rating meanwhile wait for one step at most, never for the whole assignment
+        plan = assign_in_steps(engine(), study.id, int(overlap), chosen or None, actor=who)
     except MedhelmError as exc:
         st.error(markdown_literal(exc))
     else:

@@ -16,3 +16,12 @@ def test_streamlit_telemetry_is_off_and_server_is_local():
     assert "gatherUsageStats = false" in config
     assert 'address = "localhost"' in config
     assert 'fileWatcherType = "none"' in config  # a deployed app is not watched (a .venv inside is 8,000 folders)
+
+
+def test_the_quickstart_installs_bertscore_and_the_tests_install_it_too():
+    import tomllib
+
+    readme = (REPO / "README.md").read_text()
+    assert "python3 -m venv .venv && .venv/bin/pip install -e '.[bertscore]' && .venv/bin/medhelm demo" in readme
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert "medhelm-calibrate[bertscore]" in project["optional-dependencies"]["test"]

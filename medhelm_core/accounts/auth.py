@@ -49,6 +49,9 @@ from medhelm_core.db.models import AuthSession, Role, User, utcnow
 
 SESSION_LIFETIME = timedelta(hours=8)
 IDLE_TIMEOUT = timedelta(hours=2)
+#: a session is marked as seen again only once its mark is this old: most page runs then only read (on SQLite a
+#: write waits for the one writer, a step of an assignment say), and the idle timeout moves by at most this much
+SEEN_EVERY = timedelta(minutes=1)
 MAX_FAILURES = 5
 BASE_LOCKOUT = timedelta(minutes=1)
 MAX_LOCKOUT = timedelta(hours=1)
@@ -341,7 +344,7 @@ def _open_row(session: Session, token: str, now: datetime) -> tuple[AuthSession,
 
 def resolve_session(session: Session, token: str | None, now: datetime | None = None) -> Principal | None:
     """The principal for ``token`` if its session is open, unexpired, not idle too long and the account
-    is active; else None. Marks the session as seen."""
+    is active; else None. Marks the session as seen (at most once every :data:`SEEN_EVERY`)."""
     if not token:
         return None
     now = now or utcnow()
@@ -349,8 +352,9 @@ def resolve_session(session: Session, token: str | None, now: datetime | None = 
     if found is None:
         return None
     row, user = found
-    row.last_seen_at = now
-    session.add(row)
+    if now - _aware(row.last_seen_at) >= SEEN_EVERY:
+        row.last_seen_at = now
+        session.add(row)
     return Principal(user.id, user.username, user.display_name or user.username, user.role)
 
 

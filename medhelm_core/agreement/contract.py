@@ -10,6 +10,7 @@ is written once.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -159,6 +160,16 @@ def on_scale(values: ArrayLike, labels: Sequence[float]) -> bool:
     """
     arr = np.asarray(values, dtype=float)
     return bool(((arr >= min(labels) - 0.5) & (arr <= max(labels) + 0.5)).all())
+
+
+def shared_ids(ids: pd.Index | pd.Series | Sequence[str]) -> NDArray[np.object_]:
+    """Item or rater ids as an object array of interned strings.
+
+    A table's ``items_used`` tuples (a few hundred, up to 20,000 ids each) were made of fresh string objects
+    every time ids were read back from pandas' Arrow strings: 100 MB of copies of the same ids for one
+    20,000-item study. Interned, every tuple points at one string per id.
+    """
+    return np.array([sys.intern(i) if type(i) is str else i for i in ids] + [None], dtype=object)[:-1]
 
 
 def _first(values: pd.Series | pd.Index, limit: int = 3) -> str:

@@ -15,7 +15,7 @@ others), so the ceiling is a reference, not a bound.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +25,7 @@ from scipy import stats
 from medhelm_core.agreement.contract import COMPOSITE, on_scale, rater_scores, validate_long
 from medhelm_core.agreement.incomplete import loco_from_scores
 from medhelm_core.agreement.pairs import pair_agreement
-from medhelm_core.agreement.scopes import benchmark_scopes, clinician_criteria
+from medhelm_core.agreement.scopes import POOLED, benchmark_scopes, clinician_criteria, reused_rows
 from medhelm_core.errors import AgreementInputError
 
 ALL_JUDGES = "all judges"
@@ -220,6 +220,8 @@ def judge_subset_agreement(
     confidence: float = 0.95,
     per_clinician: bool = False,
     kappa_labels: Sequence[int] = (1, 2, 3, 4, 5),
+    scope_versions: Mapping[str, Hashable] | None = None,
+    scope_cache: MutableMapping[Hashable, list[dict[str, object]]] | None = None,
 ) -> pd.DataFrame:
     """Agreement with the clinicians of every judge alone, every jury without one judge, and the ceiling.
 
@@ -247,6 +249,8 @@ def judge_subset_agreement(
         ceiling's summary row.
     kappa_labels : sequence of int
         Rating scale of the quadratic-weighted kappa.
+    scope_versions, scope_cache : optional
+        Recompute only the scopes whose data changed, as :func:`~medhelm_core.agreement.agreement_table` does.
 
     Returns
     -------
@@ -294,9 +298,16 @@ def judge_subset_agreement(
         raise AgreementInputError(f"criterion {criterion!r} not rated by clinicians; known: {', '.join(rubric)}")
     data = data[data["rater_kind"].isin(("clinician", "judge"))]
     rows: list[dict[str, object]] = []
-    for bench, part in benchmark_scopes(data, sorted(data["benchmark"].unique()) if by_benchmark else []):
-        scores = rater_scores(part, criterion, rubric)
-        for row in _scope_rows(scores, judges, bootstrap, n_resamples, seed, confidence, kappa_labels, per_clinician):
+    known = sorted(data["benchmark"].unique())
+    settings = (tuple(judges), criterion, tuple(rubric), bootstrap, n_resamples, seed, confidence,
+                tuple(kappa_labels), per_clinician)
+    for bench, part in benchmark_scopes(data, known if by_benchmark else []):
+        def compute(part: pd.DataFrame = part) -> list[dict[str, object]]:
+            scores = rater_scores(part, criterion, rubric)
+            return _scope_rows(scores, judges, bootstrap, n_resamples, seed, confidence, kappa_labels, per_clinician)
+
+        key = ("judge subsets", bench, tuple(known) if bench == POOLED else (), settings)
+        for row in reused_rows(scope_cache, scope_versions, bench, key, compute):
             rows.append({**row, "benchmark": bench, "criterion": criterion})
     table = pd.DataFrame(rows).reindex(columns=list(JUDGE_SUBSET_COLUMNS))
     table["n_items"] = table["n_items"].fillna(0).astype(int)

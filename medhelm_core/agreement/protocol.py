@@ -23,18 +23,25 @@ z-scored "raters", which is 2r / (1 + r) of their correlation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, MutableMapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from medhelm_core.agreement.bootstrap import check_bootstrap
-from medhelm_core.agreement.contract import MIN_ITEMS, on_scale, validate_long
+from medhelm_core.agreement.contract import COMPOSITE, MIN_ITEMS, on_scale, rater_scores, validate_long
 from medhelm_core.agreement.incomplete import icc1_unbalanced, krippendorff_alpha, loco_from_scores
 from medhelm_core.agreement.interpret import KOO_LI_METHODS, form_words, koo_li_interval_reading, koo_li_reading
 from medhelm_core.agreement.judges import CLINICIAN_CEILING, clinician_ceiling
 from medhelm_core.agreement.pairs import PAIR_FORMS, zscore_within
-from medhelm_core.agreement.scopes import ScopeScores, chosen_benchmarks, clinician_criteria, criterion_scopes
+from medhelm_core.agreement.scopes import (
+    POOLED,
+    ScopeScores,
+    benchmark_scopes,
+    chosen_benchmarks,
+    clinician_criteria,
+    reused_rows,
+)
 from medhelm_core.errors import AgreementInputError
 
 PROTOCOLS: tuple[str, ...] = ("medhelm", "full")
@@ -273,6 +280,8 @@ def agreement_table(
     confidence: float = 0.95,
     loco: bool = False,
     kappa_labels: Sequence[int] = (1, 2, 3, 4, 5),
+    scope_versions: Mapping[str, Hashable] | None = None,
+    scope_cache: MutableMapping[Hashable, list[dict[str, object]]] | None = None,
 ) -> pd.DataFrame:
     """Agreement of every jury, judge and metric with the clinicians, and of clinicians with each other.
 
@@ -304,6 +313,12 @@ def agreement_table(
     kappa_labels : sequence of int
         Rating scale for the quadratic-weighted kappa (criterion scores as they are; means rounded half away
         from zero).
+    scope_versions, scope_cache : optional
+        Recompute only the scopes whose data changed: ``scope_versions`` maps a benchmark (and ``pooled``) to
+        a value that changes whenever that scope's rows of ``long`` could (the caller's data version of it);
+        a scope's rows are kept in ``scope_cache`` under that value, the scope's criterion and every argument
+        here, and taken from it when they match. A scope missing from ``scope_versions`` is computed. The
+        table is the same, to the last bit, as one computed whole.
 
     Returns
     -------
@@ -342,10 +357,18 @@ def agreement_table(
         check_bootstrap(bootstrap)
     data = data.drop(columns="model", errors="ignore")  # not used here; one string column fewer to slice
     rows: list[dict[str, object]] = []
-    for bench, criterion, scores in criterion_scopes(data, known, rubric):
-        scope = ScopeScores(scores)
-        for row in _scope_rows(scope, protocol, bootstrap, n_resamples, seed, confidence, loco, kappa_labels):
-            rows.append({"benchmark": bench, "criterion": criterion, **row})
+    settings = (protocol, bootstrap, n_resamples, seed, confidence, loco, tuple(kappa_labels), tuple(rubric))
+    for bench, part in benchmark_scopes(data, known):
+        for criterion in [COMPOSITE, *rubric]:
+            def compute(part: pd.DataFrame = part, criterion: str = criterion) -> list[dict[str, object]]:
+                scope = ScopeScores(rater_scores(part, criterion, rubric))
+                return _scope_rows(scope, protocol, bootstrap, n_resamples, seed, confidence, loco, kappa_labels)
+
+            # The pooled scope's rows depend on which benchmarks it pools, as well as on their data.
+            key = (bench, tuple(known) if bench == POOLED else (), criterion, settings)
+            found = reused_rows(scope_cache, scope_versions, bench, key, compute)
+            for row in found:
+                rows.append({"benchmark": bench, "criterion": criterion, **row})
     table = pd.DataFrame(rows).reindex(columns=list(TABLE_COLUMNS))
     table["form"] = [form_words(m, c) for m, c in zip(table["method"], table["comparison"], strict=True)]
     # Koo & Li's bands are for reliability on the raw scale, not for ICC(C,k) of two z-scored "raters".

@@ -20,21 +20,21 @@ acceleration comes from the exact leave-one-item-out jackknife, which takes one 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, MutableMapping, Sequence
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from medhelm_core.agreement.bootstrap import bootstrap_interval, check_bootstrap
-from medhelm_core.agreement.contract import MIN_ITEMS, validate_long
+from medhelm_core.agreement.contract import COMPOSITE, MIN_ITEMS, rater_scores, validate_long
 from medhelm_core.agreement.gwet import UNDEFINED as AC_UNDEFINED
 from medhelm_core.agreement.gwet import chance_corrected, gwet_weights
 from medhelm_core.agreement.kappa import UNDEFINED as KAPPA_UNDEFINED
 from medhelm_core.agreement.kappa import kappa_from_cells, kappa_weights, paired_codes
 from medhelm_core.agreement.pairs import most_shared_pair
 from medhelm_core.agreement.protocol import CLINICIAN_PAIR, comparison_name
-from medhelm_core.agreement.scopes import chosen_benchmarks, clinician_criteria, criterion_scopes
+from medhelm_core.agreement.scopes import POOLED, benchmark_scopes, chosen_benchmarks, clinician_criteria, reused_rows
 from medhelm_core.errors import AgreementInputError
 
 Float = NDArray[np.float64]
@@ -171,8 +171,13 @@ def robust_table(
     method: str = "bca",
     confidence: float = 0.95,
     seed: int = 0,
+    scope_versions: Mapping[str, Hashable] | None = None,
+    scope_cache: MutableMapping[Hashable, list[dict[str, object]]] | None = None,
 ) -> pd.DataFrame:
     """AC2 and weighted kappa for the clinician pair and for the jury and each judge against the clinicians.
+
+    ``scope_versions`` and ``scope_cache``: recompute only the scopes whose data changed, as
+    :func:`~medhelm_core.agreement.agreement_table` does.
 
     The comparisons and scopes follow :func:`~medhelm_core.agreement.agreement_table`: one block per
     benchmark and one ``pooled``; the composite and every criterion; the clinician pair is the one sharing
@@ -218,23 +223,37 @@ def robust_table(
     n_jury = int(data.loc[data["rater_kind"] == "jury", "rater_id"].nunique())
     rows: list[dict[str, object]] = []
     kwargs = {"labels": labels, "n_resamples": n_resamples, "method": method, "confidence": confidence, "seed": seed}
-    for bench, criterion, scores in criterion_scopes(data, known, rubric):
-        clin_scores = scores[scores["rater_kind"] == "clinician"]
-        pairs: list[tuple[str, pd.Series, pd.Series, str]] = []
-        pair = most_shared_pair(clin_scores[["rater_id", "item_id"]])
-        if pair is not None:
-            first, second, shared, _ = pair
-            side = {r: clin_scores[clin_scores["rater_id"] == r].set_index("item_id")["score"]
-                    for r in (first, second)}
-            pairs.append((CLINICIAN_PAIR, side[first], side[second], f"pair {first} and {second}"))
-        clin_mean = clin_scores.groupby("item_id")["score"].mean()
-        others = scores[scores["rater_kind"].isin(("jury", "judge"))]
-        for (rater, kind), mine in others.groupby(["rater_id", "rater_kind"], sort=True):
-            pairs.append((comparison_name(rater, kind, n_jury), clin_mean, mine.set_index("item_id")["score"], ""))
-        for comparison, left, right, note in pairs:
-            joined = pd.concat([left, right], axis=1, join="inner").dropna()
-            frame = scale_agreement(joined.iloc[:, 0], joined.iloc[:, 1], **kwargs)
-            for rec in frame.to_dict("records"):
-                rec["note"] = "; ".join(p for p in (note, rec["note"]) if p)
-                rows.append({"comparison": comparison, "benchmark": bench, "criterion": criterion, **rec})
+    settings = (tuple(rubric), n_jury, tuple(labels), n_resamples, method, confidence, seed)
+    for bench, part in benchmark_scopes(data, known):
+        for criterion in [COMPOSITE, *rubric]:
+            def compute(part: pd.DataFrame = part, criterion: str = criterion, bench: str = bench) -> list:
+                return _robust_scope_rows(bench, criterion, rater_scores(part, criterion, rubric), n_jury, kwargs)
+
+            key = ("robust", bench, tuple(known) if bench == POOLED else (), criterion, settings)
+            rows += reused_rows(scope_cache, scope_versions, bench, key, compute)
     return pd.DataFrame(rows, columns=list(ROBUST_COLUMNS))
+
+
+def _robust_scope_rows(bench: str, criterion: str, scores: pd.DataFrame, n_jury: int,
+                       kwargs: dict[str, object]) -> list[dict[str, object]]:
+    """The rows of :func:`robust_table` for one benchmark scope and criterion."""
+    rows: list[dict[str, object]] = []
+    clin_scores = scores[scores["rater_kind"] == "clinician"]
+    pairs: list[tuple[str, pd.Series, pd.Series, str]] = []
+    pair = most_shared_pair(clin_scores[["rater_id", "item_id"]])
+    if pair is not None:
+        first, second, shared, _ = pair
+        side = {r: clin_scores[clin_scores["rater_id"] == r].set_index("item_id")["score"]
+                for r in (first, second)}
+        pairs.append((CLINICIAN_PAIR, side[first], side[second], f"pair {first} and {second}"))
+    clin_mean = clin_scores.groupby("item_id")["score"].mean()
+    others = scores[scores["rater_kind"].isin(("jury", "judge"))]
+    for (rater, kind), mine in others.groupby(["rater_id", "rater_kind"], sort=True):
+        pairs.append((comparison_name(rater, kind, n_jury), clin_mean, mine.set_index("item_id")["score"], ""))
+    for comparison, left, right, note in pairs:
+        joined = pd.concat([left, right], axis=1, join="inner").dropna()
+        frame = scale_agreement(joined.iloc[:, 0], joined.iloc[:, 1], **kwargs)
+        for rec in frame.to_dict("records"):
+            rec["note"] = "; ".join(p for p in (note, rec["note"]) if p)
+            rows.append({"comparison": comparison, "benchmark": bench, "criterion": criterion, **rec})
+    return rows

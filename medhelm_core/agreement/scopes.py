@@ -17,14 +17,14 @@ A pair is aligned here; :func:`~medhelm_core.agreement.pairs.pair_records` compu
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from medhelm_core.agreement.contract import COMPOSITE, rater_scores
+from medhelm_core.agreement.contract import COMPOSITE, rater_scores, shared_ids
 from medhelm_core.agreement.pairs import pair_records, shared_pair_codes, zscore_within
 from medhelm_core.errors import AgreementInputError
 
@@ -121,6 +121,25 @@ def criterion_scopes(
             yield bench, criterion, rater_scores(part, criterion, rubric)
 
 
+def reused_rows(
+    cache: MutableMapping[Hashable, list[dict[str, object]]] | None,
+    versions: Mapping[str, Hashable] | None,
+    bench: str,
+    key: Hashable,
+    compute: Callable[[], list[dict[str, object]]],
+) -> list[dict[str, object]]:
+    """One scope's rows: taken from ``cache`` when the scope has a version in ``versions`` and rows were kept
+    under it and ``key`` (what else they depend on: the criterion, the settings, the benchmarks pooled), else
+    computed (and kept when the scope has a version). How a table recomputes only the scopes a change touched."""
+    version = versions.get(bench) if versions is not None else None
+    if cache is None or version is None:
+        return compute()
+    found = cache.get((key, version))
+    if found is None:
+        found = cache[(key, version)] = compute()
+    return found
+
+
 def clinician_criteria(clin: pd.DataFrame, criteria: Sequence[str] | None = None) -> list[str]:
     """The criteria to report: those the clinicians rated, in their rubric's order (accuracy, completeness,
     clarity; not alphabetical), or the requested ones, each of which the clinicians must have rated."""
@@ -165,7 +184,7 @@ class ScopeScores:
     def __init__(self, scores: pd.DataFrame) -> None:
         self.frame = scores
         self.item, items = pd.factorize(scores["item_id"], sort=True)
-        self.item_names = items.to_numpy(dtype=object)
+        self.item_names = shared_ids(items)
         self.rater, raters = pd.factorize(scores["rater_id"], sort=True)
         self.rater_names = raters.to_numpy(dtype=object)
         self.kind = scores["rater_kind"].to_numpy(dtype=object)

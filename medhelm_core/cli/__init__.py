@@ -18,6 +18,7 @@ from medhelm_core.cli import (
     backup,
     data,
     demo,
+    jobs,
     jury,
     metrics,
     models,
@@ -32,7 +33,7 @@ from medhelm_core.errors import MedhelmError
 __all__ = ["app", "main"]
 
 # Command modules register themselves on ``app`` when imported.
-_ = (agreement, assign, audit, backup, data, demo, jury, metrics, models, quality, report, users, verdict)
+_ = (agreement, assign, audit, backup, data, demo, jobs, jury, metrics, models, quality, report, users, verdict)
 
 
 def _click_classes(name: str) -> tuple[type[BaseException], ...]:

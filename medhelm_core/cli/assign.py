@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import typer
+from sqlmodel import Session
 
 from medhelm_core.cli.common import JsonOption, app, emit, engine_for
 from medhelm_core.db.engine import transaction
-from medhelm_core.rating.assignment import assign_balanced, study_clinicians
+from medhelm_core.rating.assignment import assign_in_steps, study_clinicians
 from medhelm_core.studies import get_study
 
 
@@ -33,8 +34,12 @@ def assign_cmd(
     if where_uncertain is not None:
         _where_uncertain(ctx, study, where_uncertain, clinicians, jury_run, as_json)
         return
-    with transaction(engine_for(ctx)) as session:
-        plan = assign_balanced(session, get_study(session, study), overlap, clinicians or None)
+    engine = engine_for(ctx)
+    with Session(engine) as session:
+        study_id = get_study(session, study).id
+    # in steps: clinicians rating meanwhile wait for one step at most, never for the whole assignment
+    plan = assign_in_steps(engine, study_id, overlap, clinicians or None)
+    with Session(engine) as session:
         names = {u.id: u.username for u in study_clinicians(session, clinicians or None)}
     loads = {names.get(k, str(k)): v for k, v in plan.loads.items()}
     pair_counts = list(plan.pairs.values())

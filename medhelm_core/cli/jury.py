@@ -77,12 +77,13 @@ def _summary_text(s: Any) -> str:
 
 
 def _execute(ctx: typer.Context, study: Study, config: Any, *, dry_run: bool, retry_failed: bool,
-             progress: bool, as_json: bool) -> None:
+             progress: bool, as_json: bool, batch: Any = None) -> None:
+    """Estimate or run; ``batch`` (a BatchLimits) sends the calls through the providers' batch APIs."""
     from medhelm_core.jury.runner import estimate_run, run_jury
 
     engine = engine_for(ctx)
     if dry_run:
-        estimate = estimate_run(engine, study, config, retry_failed=retry_failed)
+        estimate = estimate_run(engine, study, config, retry_failed=retry_failed, batch=batch is not None)
         lines = [estimate.describe()] + [
             f"  {j.model}: {j.calls} calls, ~{j.prompt_tokens:,} + {j.completion_tokens:,} tokens, "
             + ("no price known" if j.cost_usd is None else f"~${j.cost_usd:.4f}")
@@ -94,7 +95,13 @@ def _execute(ctx: typer.Context, study: Study, config: Any, *, dry_run: bool, re
         return
     display = _ProgressLine(progress)
     try:
-        summary = run_jury(engine, study, config, retry_failed=retry_failed, on_progress=display, actor="cli")
+        if batch is not None:
+            from medhelm_core.jury.batch import run_jury_batch
+
+            summary = run_jury_batch(engine, study, config, retry_failed=retry_failed, on_progress=display,
+                                     actor="cli", limits=batch)
+        else:
+            summary = run_jury(engine, study, config, retry_failed=retry_failed, on_progress=display, actor="cli")
     except KeyboardInterrupt:
         # Typer turns Ctrl-C into an exit code that the shared main() does not pass on; say it ourselves.
         raise JuryInterrupted(_interrupted_message(engine, study, config)) from None
@@ -110,6 +117,22 @@ def _interrupted_message(engine: Any, study: Study, config: Any) -> str:
         run = find_run(session, study, config)
         done = f" after {run.calls_done} verdicts" if run is not None else ""
     return f"interrupted{done}; the verdicts written are kept: run the same command to resume"
+
+
+_BATCH = typer.Option(False, "--batch", help="Send the calls through the provider's batch API (OpenAI, Azure "
+                      "OpenAI, OpenAI-compatible servers): about half the price, results within 24 h. The command "
+                      "waits and stores verdicts as batches end; stopped or killed, the same command collects them.")
+_BATCH_MAX_REQUESTS = typer.Option(50_000, "--batch-max-requests", min=1, help="Requests per batch (OpenAI's limit: "
+                                   "50,000; a batch file also stays under 200 MB).")
+_BATCH_POLL = typer.Option(60.0, "--batch-poll-seconds", min=0.01, help="Longest wait between two polls of a batch.")
+
+
+def _batch_limits(batch: bool, max_requests: int, poll_seconds: float) -> Any:
+    if not batch:
+        return None
+    from medhelm_core.jury.batch_lines import BatchLimits
+
+    return BatchLimits(max_requests=max_requests, poll_seconds=poll_seconds)
 
 
 @jury_app.command("run")
@@ -143,6 +166,9 @@ def run_cmd(
                                       "could not be read."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only estimate calls and cost; call nobody."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress on stderr."),
+    batch: bool = _BATCH,
+    batch_max_requests: int = _BATCH_MAX_REQUESTS,
+    batch_poll_seconds: float = _BATCH_POLL,
     as_json: bool = JsonOption,
 ) -> None:
     """Run (or resume) the jury over every item of STUDY; verdicts already made are never asked again.
@@ -171,7 +197,8 @@ def run_cmd(
     warning = samples_warning(config)
     if warning:
         sys.stderr.write(f"warning: {warning}\n")
-    _execute(ctx, target, config, dry_run=dry_run, retry_failed=retry_failed, progress=progress, as_json=as_json)
+    _execute(ctx, target, config, dry_run=dry_run, retry_failed=retry_failed, progress=progress, as_json=as_json,
+             batch=_batch_limits(batch, batch_max_requests, batch_poll_seconds))
 
 
 @jury_app.command("resume")
@@ -185,6 +212,9 @@ def resume_cmd(
                                       "not be read."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only estimate what is left; call nobody."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress on stderr."),
+    batch: bool = _BATCH,
+    batch_max_requests: int = _BATCH_MAX_REQUESTS,
+    batch_poll_seconds: float = _BATCH_POLL,
     as_json: bool = JsonOption,
 ) -> None:
     """Resume a stopped or interrupted run with its stored judges, template, rubric version and settings."""
@@ -198,7 +228,8 @@ def resume_cmd(
         if run is None or run.study_id != target.id:
             raise NotFoundError(f"study {study} has no jury run {run_id} (see medhelm jury status {study})")
         config = stored_config(session, target, run).with_execution(concurrency=concurrency, timeout=timeout)
-    _execute(ctx, target, config, dry_run=dry_run, retry_failed=retry_failed, progress=progress, as_json=as_json)
+    _execute(ctx, target, config, dry_run=dry_run, retry_failed=retry_failed, progress=progress, as_json=as_json,
+             batch=_batch_limits(batch, batch_max_requests, batch_poll_seconds))
 
 
 @jury_app.command("status")
@@ -210,6 +241,7 @@ def status_cmd(
     """List the study's jury runs: judges, rubric and prompt versions, status, verdicts, tokens and cost."""
     from medhelm_core.db.models import RunSource
     from medhelm_core.frames import jury_runs
+    from medhelm_core.jury.batch_store import open_batches
     from medhelm_core.jury.run_versions import run_versions
     from medhelm_core.jury.store import effective_status, planned_calls, run_state
     from medhelm_core.studies import get_study
@@ -219,6 +251,7 @@ def status_cmd(
         for run in jury_runs(session, get_study(session, study)):
             state = run_state(run)
             versions = run_versions(run, session)
+            waiting = open_batches(session, run.id)
             rows.append({
                 "run_id": run.id, "name": run.name, "source": run.source, "status": effective_status(run),
                 "judges": list(versions.judges), "rubric_version": versions.rubric_version,
@@ -229,6 +262,8 @@ def status_cmd(
                 "cost_usd": run.cost_usd, "unpriced": state.get("unpriced") or [], "error": state.get("error"),
                 "started_at": run.started_at.isoformat(),
                 "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+                "batches_waiting": [{"batch_id": b.batch_id, "judge": b.judge, "calls": len(b.custom_ids),
+                                     "provider_status": b.provider_status} for b in waiting],
             })
     lines = []
     for r in rows:
@@ -240,6 +275,11 @@ def status_cmd(
         lines.append(f"   {r['versions']}")
         if r["error"]:
             lines.append(f"   last error: {r['error']}")
+        if r["batches_waiting"]:
+            calls = sum(b["calls"] for b in r["batches_waiting"])
+            states = sorted({b["provider_status"] or "not yet submitted" for b in r["batches_waiting"]})
+            lines.append(f"   {calls} calls waiting in {len(r['batches_waiting'])} provider batch(es) "
+                         f"({', '.join(states)}): run it again with --batch to collect them")
     empty = f"study {study} has no jury runs yet: medhelm jury run {study} --judge MODEL"
     emit(rows, as_json, "\n".join(lines) or empty)
 

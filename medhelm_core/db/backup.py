@@ -36,6 +36,7 @@ from sqlalchemy import MetaData, func, select
 from sqlalchemy.engine import URL, Engine, make_url
 
 from medhelm_core.db.audit import Actor, record_event
+from medhelm_core.db.data_versions import renew_tokens
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.migrate import MIGRATIONS_DIR, current_revision, head_revision
 from medhelm_core.errors import BackupError, DatabaseError, ValidationError
@@ -186,6 +187,9 @@ def restore_database(engine: Engine, source: Path, *, overwrite: bool = False, a
         _restore_postgresql(engine, source)
     engine.dispose()
     info = BackupInfo(str(source), backend, current_revision(engine), source.stat().st_size)
+    if info.revision == head_revision():  # an older schema has no counters yet (the upgrade starts them afresh)
+        with engine.begin() as connection:
+            renew_tokens(connection)
     _audit(engine, "database.restored", actor, info)
     return info
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, Text, UniqueConstraint, text
+from sqlalchemy import JSON, Column, DateTime, Index, LargeBinary, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 
@@ -89,6 +89,24 @@ class RunSource(StrEnum):
 
     litellm = "litellm"
     recorded = "recorded"
+
+
+class JobKind(StrEnum):
+    """What a queued job does (``Job.kind``); :mod:`medhelm_core.jobs.handlers` holds one handler per kind."""
+
+    jury_run = "jury_run"
+    metrics = "metrics"
+    report = "report"
+
+
+class JobStatus(StrEnum):
+    """Where a queued job stands. A ``running`` job whose lease has expired is claimable again: its worker died."""
+
+    queued = "queued"
+    running = "running"
+    finished = "finished"
+    failed = "failed"
+    cancelled = "cancelled"
 
 
 class AuditAction(StrEnum):
@@ -255,7 +273,11 @@ class Assignment(SQLModel, table=True):
     whose rating is kept apart (it never counts as a second rater).
     """
 
-    __table_args__ = (UniqueConstraint("item_id", "user_id", "retest", name="uq_assignment_item_user"),)
+    __table_args__ = (
+        UniqueConstraint("item_id", "user_id", "retest", name="uq_assignment_item_user"),
+        # one clinician's queue in one study, in order, read from the index alone (the Rate page; migration 0013)
+        Index("ix_assignment_queue", "user_id", "study_id", "position", "id", "item_id", "retest"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     study_id: int = Field(foreign_key="study.id", index=True, ondelete="CASCADE")
@@ -279,6 +301,7 @@ class RatingSubmission(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("item_id", "rater_id", "retest", "revision", name="uq_submission_revision"),
         Index("ix_submission_item_rater", "item_id", "rater_id"),
+        Index("ix_submission_rater_item", "rater_id", "item_id", "retest"),  # "submitted yet?" (migration 0013)
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -456,6 +479,41 @@ class JudgeVerdict(SQLModel, table=True):
     created_at: datetime = _when()
 
 
+class BatchStatus(StrEnum):
+    """Where one provider batch of a jury run stands on our side (the provider's own status is kept beside)."""
+
+    #: its input file is uploaded and its id stored; the batch may or may not exist at the provider yet
+    uploaded = "uploaded"
+    #: the provider accepted it and its id is stored: results are awaited
+    submitted = "submitted"
+    #: its results (and failures) are stored as verdicts
+    collected = "collected"
+
+
+class JuryBatch(SQLModel, table=True):
+    """One batch of judge calls sent through a provider's batch API (``medhelm jury run --batch``).
+
+    The input file's id is stored before the batch is created, and ``token`` goes with it as the batch's metadata,
+    so a run resumed after a crash finds a batch the provider accepted but whose id was never stored, instead of
+    submitting its calls again (:mod:`medhelm_core.jury.batch`). ``custom_ids`` are the verdict cache keys.
+    """
+
+    __table_args__ = (UniqueConstraint("token", name="uq_jurybatch_token"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    jury_run_id: int = Field(foreign_key="juryrun.id", index=True, ondelete="CASCADE")
+    judge: str = Field(max_length=300)
+    token: str = Field(max_length=64)
+    custom_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    input_file_id: str = Field(max_length=200)
+    batch_id: str | None = Field(default=None, max_length=200)
+    status: str = Field(default=BatchStatus.uploaded.value, max_length=20)
+    provider_status: str | None = Field(default=None, max_length=30)
+    error: str | None = _text(nullable=True)
+    created_at: datetime = _when()
+    collected_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+
+
 class MetricScore(SQLModel, table=True):
     """An automated metric (ROUGE-L, BERTScore ...) of an item's output against its reference.
 
@@ -494,3 +552,61 @@ class AuditEvent(SQLModel, table=True):
     action: str = Field(max_length=100, index=True)
     study_id: int | None = Field(default=None, index=True)
     details: dict[str, Any] = _json()
+
+
+#: the jobs a worker holds or may take; the partial unique index on Job (and its migration, 0011) says it in SQL
+LIVE_JOB_CLAUSE = "status IN ('queued', 'running')"
+
+
+class Job(SQLModel, table=True):
+    """A piece of work for a ``medhelm worker`` process: a jury run, a metric batch, a report build.
+
+    Workers claim the oldest claimable job (``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL) and hold it by a
+    lease they renew; a worker that dies stops renewing, and once ``lease_until`` has passed another worker
+    claims the job again (``attempts`` counts the claims). ``progress`` and ``result`` are what the pages show;
+    ``output`` holds a file a job made (a report's zip), so any app replica can hand it out.
+
+    At most one live (queued or running) job per jury run: the database refuses a second.
+    """
+
+    __table_args__ = (
+        Index("ix_job_status_id", "status", "id"),
+        Index("uq_job_one_live_per_jury_run", "jury_run_id", unique=True,
+              sqlite_where=text(LIVE_JOB_CLAUSE), postgresql_where=text(LIVE_JOB_CLAUSE)),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=50)
+    status: str = Field(default=JobStatus.queued.value, max_length=20)
+    payload: dict[str, Any] = _json()
+    study_id: int | None = Field(default=None, index=True)
+    #: the jury run a ``jury_run`` job works on (created, pending, when the job is queued)
+    jury_run_id: int | None = Field(default=None)
+    created_by: str = Field(default="system", max_length=150)
+    created_at: datetime = _when()
+    #: who holds (or last held) the job: ``host:pid:n`` of a worker
+    worker: str | None = Field(default=None, max_length=200)
+    lease_until: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    attempts: int = 0
+    cancel_requested: bool = False
+    claimed_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    finished_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    progress: dict[str, Any] = _json()
+    result: dict[str, Any] = _json()
+    error: str | None = _text(nullable=True)
+    output: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
+
+
+class DataVersion(SQLModel, table=True):
+    """How many committed writes have changed a study's figures, per scope: a benchmark's name, ``"*"`` for the
+    whole study (its settings, its jury runs, an item) and, under study 0, ``"*"`` for a write whose study was not
+    known (a bulk update by a where clause). Bumped at commit by :mod:`medhelm_core.db.data_versions`, so a page
+    learns whether its cached figures are current from one primary-key read instead of scanning the study.
+
+    ``token`` is drawn when the row is created: a database rebuilt under a running app never repeats a version.
+    """
+
+    study_id: int = Field(primary_key=True)
+    scope: str = Field(primary_key=True, max_length=200)
+    version: int = 1
+    token: str = Field(max_length=32)

@@ -16,7 +16,8 @@ The figures are shared between sessions: callers must not modify their frames.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -24,7 +25,8 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from medhelm_core.agreement import COMPOSITE
+from medhelm_core.agreement import COMPOSITE, POOLED
+from medhelm_core.db.data_versions import scope_version
 from medhelm_core.db.models import Study
 from medhelm_core.errors import MedhelmError
 from medhelm_core.figures.data import DashboardData, load_dashboard_data
@@ -45,6 +47,78 @@ from medhelm_core.figures.tables import (
 from medhelm_core.frames import data_version
 from medhelm_core.studies import get_study_by_id
 
+
+class ScopeRows(MutableMapping[Hashable, list]):
+    """One choice of filters' rows of one table per benchmark scope and criterion, keyed by the scope's data
+    version (see :func:`~medhelm_core.agreement.agreement_table`): after a rating on one benchmark only that
+    benchmark's scopes and the pooled ones are computed again. :meth:`keep_only_used` then drops the rows of
+    older versions, so what is kept is one table's worth (the rows are shared with the table itself).
+    Thread-safe: a page run computing an extra table and a background update may use the same rows."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: dict[Hashable, list] = {}
+        self._used: set[Hashable] = set()
+
+    def __getitem__(self, key: Hashable) -> list:
+        with self._lock:
+            found = self._rows[key]
+            self._used.add(key)
+            return found
+
+    def __setitem__(self, key: Hashable, rows: list) -> None:
+        with self._lock:
+            self._rows[key] = rows
+            self._used.add(key)
+
+    def __delitem__(self, key: Hashable) -> None:
+        with self._lock:
+            del self._rows[key]
+
+    def __iter__(self) -> Iterator[Hashable]:
+        with self._lock:
+            return iter(list(self._rows))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def keep_only_used(self) -> None:
+        """Forget the rows no computation read or wrote since the last call (those of older versions)."""
+        with self._lock:
+            self._rows = {k: v for k, v in self._rows.items() if k in self._used}
+            self._used = set()
+
+
+class ScopeCache:
+    """:class:`ScopeRows` per figure key (database, study, jury run and filters), the least recently used first
+    to go. One computation runs per figure key at a time (:class:`RefreshStore`), so a key's rows are never
+    written by two threads at once."""
+
+    def __init__(self, max_keys: int = 16) -> None:
+        self.max_keys = max_keys
+        self._lock = threading.Lock()
+        self._keys: OrderedDict[Hashable, ScopeRows] = OrderedDict()
+
+    def rows(self, key: Hashable) -> ScopeRows:
+        """The rows kept for ``key`` (created empty)."""
+        with self._lock:
+            found = self._keys.get(key)
+            if found is None:
+                found = self._keys[key] = ScopeRows()
+            self._keys.move_to_end(key)
+            while len(self._keys) > self.max_keys:
+                self._keys.popitem(last=False)
+            return found
+
+    def clear(self) -> None:
+        """Forget every key's rows."""
+        with self._lock:
+            self._keys.clear()
+
+
+#: the rows per figure key, table (the agreement table, the robust one, the judge subsets) and scope: as many
+#: figure keys as the figure store keeps
+SCOPE_CACHE = ScopeCache(max_keys=3 * 16)
 #: the study's scores: a handful of studies and jury-run choices are open at once; each is tens of MB
 DATA_STORE: RefreshStore[DashboardData] = RefreshStore(max_keys=4, name="study scores")
 #: the figures per choice of filters (they share their study's scores)
@@ -113,6 +187,10 @@ class AgreementFigures:
     table: pd.DataFrame
     headline: pd.DataFrame
     judges: pd.DataFrame
+    #: what the extra tables reuse of earlier versions (see :func:`scope_versions`): the scopes' versions and the
+    #: rows kept per table ("robust", "judge subsets"); None: computed whole
+    scope_versions: Mapping[str, Hashable] | None = field(default=None, repr=False)
+    scope_rows: Callable[[str], ScopeRows] | None = field(default=None, repr=False)
     _views: dict[str, CriterionViews] = field(default_factory=dict, repr=False)
     _extras: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -176,9 +254,22 @@ def criterion_views(
 
 
 #: the tables computed on first use, by name
+def _reused(figures: AgreementFigures, table: str, compute: Callable[..., pd.DataFrame]) -> pd.DataFrame:
+    """``compute(scope_versions=..., scope_cache=...)`` reusing the rows kept for ``table`` where the figures
+    have scope versions, then dropping the older versions' rows."""
+    if figures.scope_rows is None or figures.scope_versions is None:
+        return compute()
+    rows = figures.scope_rows(table)
+    out = compute(scope_versions=figures.scope_versions, scope_cache=rows)
+    rows.keep_only_used()
+    return out
+
+
 EXTRAS: dict[str, Callable[[AgreementFigures], pd.DataFrame]] = {
-    "robust": lambda f: robust_agreement(f.data, f.benchmarks, f.models),
-    "judge_subsets": lambda f: judge_subset_table(filter_long(f.data.long, f.benchmarks, f.models)),
+    "robust": lambda f: _reused(f, "robust", lambda **reuse: robust_agreement(f.data, f.benchmarks, f.models,
+                                                                              **reuse)),
+    "judge_subsets": lambda f: _reused(f, "judge subsets", lambda **reuse: judge_subset_table(
+        filter_long(f.data.long, f.benchmarks, f.models), **reuse)),
 }
 
 
@@ -189,9 +280,14 @@ def compute_figures(
     models: Sequence[str] = (),
     criteria: Sequence[str] = (COMPOSITE,),
     extras: Sequence[str] = (),
+    scope_versions: Mapping[str, Hashable] | None = None,
+    scope_rows: Callable[[str], ScopeRows] | None = None,
 ) -> AgreementFigures:
     """The agreement table of the chosen benchmarks and models, its headline and per-judge tables, and the
     views of ``criteria``.
+
+    With ``scope_versions`` (:func:`scope_versions`) and ``scope_rows`` (the rows :data:`SCOPE_CACHE` keeps for
+    the figure key, per table), the scopes whose version is kept are taken from it and only the others computed.
 
     Raises :class:`~medhelm_core.figures.NotEnoughRatingsError` when the data cannot support any figure.
 
@@ -200,7 +296,11 @@ def compute_figures(
     >>> figures = compute_figures(data, "medhelm", ["aci_bench", "medi_qa"])  # doctest: +SKIP
     >>> figures.headline.query("benchmark == 'pooled'")  # doctest: +SKIP
     """
-    table = compute_agreement(data.long, protocol, benchmarks, models)
+    reuse = scope_rows("agreement") if scope_rows is not None and scope_versions is not None else None
+    table = compute_agreement(data.long, protocol, benchmarks, models, scope_versions=scope_versions,
+                              scope_cache=reuse)
+    if reuse is not None:
+        reuse.keep_only_used()
     figures = AgreementFigures(
         data=data,
         protocol=protocol,
@@ -209,12 +309,28 @@ def compute_figures(
         table=table,
         headline=headline_table(table, protocol),
         judges=judge_table(table, protocol),
+        scope_versions=scope_versions,
+        scope_rows=scope_rows,
     )
     for criterion in criteria:
         figures.views(criterion)
     for name in extras:
         figures._extra(name)
     return figures
+
+
+def scope_versions(key: FigureKey, data: DashboardData, version: Hashable) -> dict[str, Hashable] | None:
+    """What each benchmark scope (and the pooled one) of ``key``'s agreement table depends on, from the study's
+    :func:`~medhelm_core.frames.data_version` ``version``: the database, study, jury run and model filter, and
+    the scope's counters (its benchmark's, the whole study's); the pooled scope, every counter. None when
+    ``version`` is not a data version (nothing is reused then)."""
+    if not (isinstance(version, tuple) and len(version) == 3 and isinstance(version[2], tuple)):
+        return None
+    counters = version[2]
+    base = (key.database, key.study_id, data.jury_run.id if data.jury_run else None, key.models)
+    out: dict[str, Hashable] = {b: (base, scope_version(counters, b)) for b in data.items["benchmark"].unique()}
+    out[POOLED] = (base, counters)
+    return out
 
 
 def _load_data(engine: Engine, key: FigureKey) -> DashboardData:
@@ -290,4 +406,5 @@ def _compute(engine: Engine, key: FigureKey, version: Hashable) -> AgreementFigu
     seen = previous.value if previous is not None and previous.value is not None else None
     criteria = seen.criteria_viewed if seen is not None else ()
     extras = seen.extras_viewed if seen is not None else ()
-    return compute_figures(data, key.protocol, key.benchmarks, key.models, criteria or (COMPOSITE,), extras)
+    return compute_figures(data, key.protocol, key.benchmarks, key.models, criteria or (COMPOSITE,), extras,
+                           scope_versions(key, data, version), lambda table: SCOPE_CACHE.rows((key, table)))

@@ -18,6 +18,7 @@ also logged with its traceback. Nothing here knows Streamlit: the page reads a :
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import threading
 import time
@@ -25,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Generic, TypeVar
 
 from medhelm_core.errors import MedhelmError
@@ -275,6 +277,7 @@ class RefreshStore(Generic[T]):
                 log.error("%s for %r at version %r failed", self.name, key, job.version, exc_info=exc)
             snapshot = Snapshot(job.version, None, _without_tracebacks(exc), job.started_at)
         finally:
+            release_free_memory()
             with self._lock:
                 entry = self._entries.get(key)
                 if entry is None:  # evicted while running: keep the outcome anyway
@@ -291,6 +294,26 @@ class RefreshStore(Generic[T]):
                 else:
                     entry.wanted = None
                 job.done.set()
+
+
+def release_free_memory() -> None:
+    """Give the heap a computation freed back to the system (glibc's ``malloc_trim``; nothing elsewhere).
+
+    A recompute of a 20,000-item study allocates and frees tens of MB of temporary frames in its own thread's
+    heap arena; glibc keeps them, so the app's resident memory grew by the recompute's peak each time (by about
+    35 MB per arena measured here) although the figures kept are small. A trim costs a few milliseconds.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@lru_cache(maxsize=1)
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def _utcnow() -> datetime:

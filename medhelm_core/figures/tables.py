@@ -7,7 +7,7 @@ tables the charts draw (item means, Bland-Altman limits, clinician leniency, sco
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, MutableMapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -95,13 +95,18 @@ def robust_agreement(
                         labels=tuple(range(low, high + 1)), **bootstrap)
 
 
-def judge_subset_table(long: pd.DataFrame) -> pd.DataFrame:
+def judge_subset_table(
+    long: pd.DataFrame,
+    scope_versions: Mapping[str, Hashable] | None = None,
+    scope_cache: MutableMapping[Hashable, list[dict[str, object]]] | None = None,
+) -> pd.DataFrame:
     """Each judge alone, the whole jury and every jury without one judge against the clinicians, with their
     ceiling (:func:`~medhelm_core.agreement.judge_subset_agreement`, per benchmark and pooled); empty when the
-    jury has fewer than two judges."""
+    jury has fewer than two judges. ``scope_versions`` and ``scope_cache``: recompute only the scopes whose
+    data changed."""
     if long.loc[long["rater_kind"] == "judge", "rater_id"].nunique() < 2:
         return pd.DataFrame(columns=list(JUDGE_SUBSET_COLUMNS))
-    return judge_subset_agreement(long, by_benchmark=True)
+    return judge_subset_agreement(long, by_benchmark=True, scope_versions=scope_versions, scope_cache=scope_cache)
 
 
 def ratings_shortfall(long: pd.DataFrame) -> str | None:
@@ -137,8 +142,13 @@ def compute_agreement(
     *,
     n_resamples: int = 2000,
     seed: int = 0,
+    scope_versions: Mapping[str, Hashable] | None = None,
+    scope_cache: MutableMapping[Hashable, list[dict[str, object]]] | None = None,
 ) -> pd.DataFrame:
     """The agreement engine's table for the chosen benchmarks (pooled over them) and models.
+
+    ``scope_versions`` and ``scope_cache``: recompute only the benchmark scopes whose data changed (see
+    :func:`~medhelm_core.agreement.agreement_table`).
 
     Raises :class:`NotEnoughRatingsError` when the chosen data cannot support any figure, and the engine's
     :class:`~medhelm_core.agreement.AgreementInputError` for an unknown benchmark. The ``loco`` design is
@@ -159,6 +169,8 @@ def compute_agreement(
         benchmarks=list(benchmarks) if benchmarks else None,
         n_resamples=n_resamples,
         seed=seed,
+        scope_versions=scope_versions,
+        scope_cache=scope_cache,
     )
 
 

@@ -6,12 +6,17 @@
 - :mod:`~medhelm_core.jury.templates`: versioned prompt templates (the bundled one is ``medhelm`` v1).
 - :mod:`~medhelm_core.jury.run_versions`: the judges, rubric and prompt versions a run uses and records.
 - :mod:`~medhelm_core.jury.parse`: strict JSON, then the judge's own final JSON object.
-- :mod:`~medhelm_core.jury.calls`: one judge call with retries, back-off and a reminder (imports litellm).
-- :mod:`~medhelm_core.jury.runner`: the concurrent run, written verdict by verdict; stop and resume.
+- :mod:`~medhelm_core.jury.calls`: one judge call with retries, back-off and a reminder (imports litellm or the
+  openai SDK, whichever the judges need).
+- :mod:`~medhelm_core.jury.openai_compatible`: OpenAI-compatible judges through the openai SDK's client directly.
+- :mod:`~medhelm_core.jury.runner`: the concurrent run, verdicts written as they arrive; stop and resume.
+- :mod:`~medhelm_core.jury.verdict_writes`: verdicts stored many to a transaction, each once.
+- :mod:`~medhelm_core.jury.batch`: the same run through the providers' batch APIs (``--batch``), resumable;
+  its lines in :mod:`~medhelm_core.jury.batch_lines`, its batches' rows in :mod:`~medhelm_core.jury.batch_store`.
 - :mod:`~medhelm_core.jury.cost`: tokens and cost, and the estimate before a run.
 - :mod:`~medhelm_core.jury.results`: each judge's scores and the jury mean per item.
 
-Importing this package does not import litellm; only running judges does.
+Importing this package does not import litellm; only running a judge that needs it does.
 """
 
 from medhelm_core.errors import MissingCredentialsError, RunBusyError

@@ -1,12 +1,14 @@
-"""Calling one judge through litellm: credentials, retries with back-off, the reminder, the outcome.
+"""Calling one judge: credentials, retries with back-off, the reminder, the outcome.
 
-litellm is imported here only, lazily (:func:`load_litellm`): it takes seconds to import and, unless
-``LITELLM_LOCAL_MODEL_COST_MAP`` is set first, fetches its cost map from the internet.
+An OpenAI-compatible judge (``openai/...``, ``hosted_vllm/...`` at its own API base) is called through the openai
+SDK's async client directly (:mod:`medhelm_core.jury.openai_compatible`); every other provider through litellm.
+Either library is imported only when a judge of the run needs it (:func:`connect`): litellm takes seconds to
+import and, unless ``LITELLM_LOCAL_MODEL_COST_MAP`` is set first, fetches its cost map from the internet.
 
-Retries: rate limits (honouring ``Retry-After``), timeouts, connection and server errors are retried with
-exponential back-off and jitter; other errors (a bad request, an unknown model) fail the verdict at once.
-Missing or refused credentials stop the whole run with a message naming the variable to set, since every
-other call to that judge would fail the same way.
+Retries, the same whichever library calls: rate limits (honouring ``Retry-After``), timeouts, connection and
+server errors are retried with exponential back-off and jitter; other errors (a bad request, an unknown model)
+fail the verdict at once. Missing or refused credentials stop the whole run with a message naming the variable
+to set, since every other call to that judge would fail the same way.
 
 A judge with its own API base (a local OpenAI-compatible server: vLLM, Ollama, llama.cpp) needs no key: unless it
 names a key variable, it gets the provider's variable when that is set, and otherwise :data:`NO_KEY` (the client
@@ -21,14 +23,17 @@ import logging
 import os
 import random
 import re
+import sys
 import time
 from dataclasses import dataclass, replace
 from typing import Any
 
 from medhelm_core.db.models import VerdictStatus
 from medhelm_core.errors import MissingCredentialsError, ValidationError
+from medhelm_core.jury import openai_compatible
 from medhelm_core.jury.config import JudgeSpec, JuryConfig
-from medhelm_core.jury.cost import usage_and_cost
+from medhelm_core.jury.cost import priced_usage, usage_and_cost
+from medhelm_core.jury.openai_compatible import key_variable, speaks_openai
 from medhelm_core.jury.parse import VerdictParseError, parse_verdict
 from medhelm_core.jury.prompt import reminder_message
 from medhelm_core.jury.store import VerdictOutcome, WorkItem
@@ -54,6 +59,42 @@ def load_litellm() -> Any:
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
         logging.getLogger(name).setLevel(logging.WARNING)
     return litellm
+
+
+class Connections:
+    """How one run reaches its judges: litellm when a judge needs it (else None), and one ``AsyncOpenAI`` client per
+    OpenAI-compatible judge, opened on its first call (in the run's event loop) and closed with the run."""
+
+    def __init__(self, litellm: Any = None) -> None:
+        self.litellm = litellm
+        self._clients: dict[tuple[str, str | None], Any] = {}
+
+    def client(self, judge: JudgeSpec) -> Any:
+        """The judge's client; :class:`MissingCredentialsError` when there is no key to send it."""
+        key = (judge.model, judge.api_base)
+        found = self._clients.get(key)
+        if found is None:
+            api_key = api_key_for(judge, self.litellm)
+            if api_key is None and judge.api_key_env is None:  # the provider's variable, as litellm would read it
+                api_key = os.environ.get(key_variable(judge) or "") or None
+            if api_key is None:
+                raise MissingCredentialsError(credentials_message(self.litellm, judge))
+            found = self._clients[key] = openai_compatible.open_client(judge, api_key)
+        return found
+
+    async def aclose(self) -> None:
+        """Close every client's connections (the run is over)."""
+        clients, self._clients = list(self._clients.values()), {}
+        await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+
+
+def connect(config: JuryConfig) -> Connections:
+    """Import what the jury's judges need, and only that: litellm for a judge that is not OpenAI-compatible,
+    the openai SDK for one that is. Seconds of CPU: the runner calls it in a thread, its heartbeat beating."""
+    litellm = load_litellm() if not all(speaks_openai(j) for j in config.judges) else None
+    if any(speaks_openai(j) for j in config.judges):
+        import openai  # noqa: F401 - imported here, off the event loop, rather than on the first call
+    return Connections(litellm)
 
 
 def secret_values(config: JuryConfig | None = None) -> list[str]:
@@ -96,8 +137,14 @@ def redact_outcome(outcome: VerdictOutcome, secrets: list[str]) -> VerdictOutcom
 
 
 def _key_variables(litellm: Any, judge: JudgeSpec) -> list[str]:
+    """The key variables the judge lacks: its own (named or not), or those litellm says its provider needs."""
     if judge.api_key_env:
         return [judge.api_key_env]
+    variable = key_variable(judge)
+    if variable is not None:  # called directly: what litellm's validate_environment says of these providers
+        return [] if os.environ.get(variable) else [variable]
+    if litellm is None:
+        return []
     try:
         env = litellm.validate_environment(model=judge.model, api_base=judge.api_base)
     except Exception:  # noqa: BLE001 - an unknown provider: litellm cannot tell
@@ -111,6 +158,9 @@ def credentials_message(litellm: Any, judge: JudgeSpec) -> str:
         return (f"judge {judge.model}: the server at {judge.api_base} refused the call without a valid key; name the "
                 "environment variable that holds its key (Key variable on the Jury page, --api-key-env)")
     names = _key_variables(litellm, judge)
+    given = judge.api_key_env or key_variable(judge)
+    if given and os.environ.get(given):
+        return f"judge {judge.model}: the provider refused the key in {given}; check the value of {given}"
     if not names:
         return f"judge {judge.model}: the provider refused the credentials; check its API key variable"
     hint = "; a local OpenAI-compatible server accepts any value" if judge.api_base else ""
@@ -123,17 +173,17 @@ def credentials_message(litellm: Any, judge: JudgeSpec) -> str:
 def api_key_for(judge: JudgeSpec, litellm: Any = None) -> str | None:
     """The key from the variable the judge names; for a judge with its own API base and no key variable, :data:`NO_KEY`
     when the provider's variable is unset (``litellm`` tells which that is); else None, which lets litellm read the
-    provider's own variable."""
+    provider's own variable. ``litellm`` may be None for an OpenAI-compatible judge (it knows its own variable)."""
     if judge.api_key_env is not None:
         return os.environ.get(judge.api_key_env) or None
-    if judge.api_base and litellm is not None and _key_variables(litellm, judge):
+    if judge.api_base and _key_variables(litellm, judge):
         return NO_KEY
     return None
 
 
 def check_credentials(litellm: Any, config: JuryConfig) -> None:
     """Refuse to start when a judge's key variable is unset, before any call is made. A judge with its own API base
-    and no key variable needs none (:func:`api_key_for`)."""
+    and no key variable needs none (:func:`api_key_for`). ``litellm`` is None when every judge is OpenAI-compatible."""
     for judge in config.judges:
         if judge.api_key_env is not None:
             if not api_key_for(judge):
@@ -154,16 +204,19 @@ def check_config_holds_no_key(config: JuryConfig) -> None:
         )
 
 
-def _classify(litellm: Any, exc: BaseException) -> str:
+def _classify(exc: BaseException) -> str:
+    """``credentials``, ``retry`` or ``fatal``, for an error of the openai SDK or of litellm alike: litellm's
+    exceptions are the SDK's classes (its AuthenticationError is the SDK's, status 401) with the same status codes."""
     text = str(exc)
     if "Missing credentials" in text or "api_key client option must be set" in text:
         return "credentials"
-    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
+    status = getattr(exc, "status_code", None)
+    if status in (401, 403):
         return "credentials"
-    if isinstance(exc, (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
-                        litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError)):
+    if status in _RETRY_STATUS:
         return "retry"
-    if getattr(exc, "status_code", None) in _RETRY_STATUS:
+    openai = sys.modules.get("openai")  # an SDK error means the SDK is imported
+    if openai is not None and isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
         return "retry"
     return "fatal"
 
@@ -195,35 +248,25 @@ class Answer:
     cost_known: bool
 
 
-async def complete(litellm: Any, judge: JudgeSpec, config: JuryConfig, messages: list[dict[str, str]]) -> Answer:
+async def complete(judges: Connections, judge: JudgeSpec, config: JuryConfig,
+                   messages: list[dict[str, str]]) -> Answer:
     """One chat completion with retries and back-off; :class:`CallFailed` when it cannot be had."""
+    ask = _ask_directly if speaks_openai(judge) else _ask_litellm
     last = "no attempt made"
     for attempt in range(config.max_retries + 1):
         retry_after = None
         try:
-            response = await asyncio.wait_for(
-                litellm.acompletion(
-                    model=judge.model,
-                    messages=messages,
-                    api_base=judge.api_base,
-                    api_key=api_key_for(judge, litellm),
-                    temperature=judge.temperature,
-                    max_tokens=judge.max_tokens,
-                    timeout=judge.timeout,
-                    num_retries=0,
-                    max_retries=0,
-                ),
-                timeout=judge.timeout + 5,  # litellm's own timeout should fire first; this is the backstop
-            )
-            content = response.choices[0].message.content if response.choices else None
-            tokens_in, tokens_out, cost, known = usage_and_cost(litellm, response, judge.model)
-            return Answer(content or "", tokens_in, tokens_out, cost, known)
+            # The client's own timeout should fire first; this is the backstop.
+            async with asyncio.timeout(judge.timeout + 5):
+                return await ask(judges, judge, messages)
         except TimeoutError:
             last = f"timed out after {judge.timeout:g} s"
+        except MissingCredentialsError:
+            raise
         except Exception as exc:  # noqa: BLE001 - classified just below
-            kind = _classify(litellm, exc)
+            kind = _classify(exc)
             if kind == "credentials":
-                raise MissingCredentialsError(credentials_message(litellm, judge)) from None
+                raise MissingCredentialsError(credentials_message(judges.litellm, judge)) from None
             last = _describe(exc)
             if kind == "fatal":
                 raise CallFailed(last) from None
@@ -237,7 +280,29 @@ async def complete(litellm: Any, judge: JudgeSpec, config: JuryConfig, messages:
     raise CallFailed(f"gave up after {config.max_retries + 1} attempts; last error: {last}")
 
 
-async def judge_item(litellm: Any, config: JuryConfig, work: WorkItem) -> VerdictOutcome:
+async def _ask_directly(judges: Connections, judge: JudgeSpec, messages: list[dict[str, str]]) -> Answer:
+    text, usage = await openai_compatible.chat(judges.client(judge), judge, messages)
+    return Answer(text, *priced_usage(judge.model, usage))
+
+
+async def _ask_litellm(judges: Connections, judge: JudgeSpec, messages: list[dict[str, str]]) -> Answer:
+    litellm = judges.litellm
+    response = await litellm.acompletion(
+        model=judge.model,
+        messages=messages,
+        api_base=judge.api_base,
+        api_key=api_key_for(judge, litellm),
+        temperature=judge.temperature,
+        max_tokens=judge.max_tokens,
+        timeout=judge.timeout,
+        num_retries=0,
+        max_retries=0,
+    )
+    content = response.choices[0].message.content if response.choices else None
+    return Answer(content or "", *usage_and_cost(litellm, response, judge.model))
+
+
+async def judge_item(judges: Connections, config: JuryConfig, work: WorkItem) -> VerdictOutcome:
     """Ask one judge about one item; parse its answer, reminding it once if the answer cannot be read.
 
     Always returns an outcome (ok or failed with the reason and the raw text, not yet redacted: the runner
@@ -268,7 +333,7 @@ async def judge_item(litellm: Any, config: JuryConfig, work: WorkItem) -> Verdic
 
     messages = work.prompt.messages
     try:
-        first = await complete(litellm, work.judge, config, messages)
+        first = await complete(judges, work.judge, config, messages)
     except CallFailed as exc:
         return outcome(VerdictStatus.failed.value, error=f"call failed: {exc}")
     add(first)
@@ -280,7 +345,7 @@ async def judge_item(litellm: Any, config: JuryConfig, work: WorkItem) -> Verdic
     retry = [*messages, {"role": "assistant", "content": first.text},
              {"role": "user", "content": reminder_message(first_reason, rubric)}]
     try:
-        second = await complete(litellm, work.judge, config, retry)
+        second = await complete(judges, work.judge, config, retry)
     except CallFailed as exc:
         return outcome(VerdictStatus.failed.value,
                        error=f"unparseable answer ({first_reason}); the retry call failed: {exc}")

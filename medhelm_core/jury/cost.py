@@ -1,4 +1,5 @@
-"""Tokens and cost: what a call cost (from litellm's usage and cost functions) and what a run will cost.
+"""Tokens and cost: what a call cost (litellm's cost function, or the same map read here for a judge called
+without litellm: :func:`priced_usage`) and what a run will cost.
 
 Prices come from litellm's offline cost map, the JSON file bundled with the package
 (``LITELLM_LOCAL_MODEL_COST_MAP=True`` makes litellm itself use the same file, so no network is touched).
@@ -57,6 +58,32 @@ def price_per_token(model: str) -> tuple[float, float] | None:
     return None
 
 
+#: what OpenAI, Azure OpenAI and Anthropic document for their batch APIs: half the live price
+BATCH_DISCOUNT = 0.5
+
+
+def batch_price_per_token(model: str) -> tuple[float, float, bool] | None:
+    """(input, output) USD per token through the provider's batch API, and whether the price map lists it.
+
+    litellm's cost map lists batch prices for some models (``input_cost_per_token_batches``); for the others the
+    live price times :data:`BATCH_DISCOUNT` (the providers' documented 50% discount) is used, and said so.
+
+    Examples
+    --------
+    >>> batch_price_per_token("openai/gpt-4o-2024-05-13")
+    (2.5e-06, 7.5e-06, True)
+    """
+    live = price_per_token(model)
+    if live is None:
+        return None
+    prices = model_prices()
+    for name in (model, model.split("/", 1)[1] if "/" in model else model):
+        entry = prices.get(name) or {}
+        if "input_cost_per_token_batches" in entry and "output_cost_per_token_batches" in entry:
+            return float(entry["input_cost_per_token_batches"]), float(entry["output_cost_per_token_batches"]), True
+    return live[0] * BATCH_DISCOUNT, live[1] * BATCH_DISCOUNT, False
+
+
 def estimate_tokens(text: str) -> int:
     """About four characters per token (English prose with GPT-style tokenisers)."""
     return math.ceil(len(text) / 4)
@@ -91,6 +118,10 @@ class JuryEstimate:
     cost_usd: float
     unpriced: list[str] = field(default_factory=list)
     judges: list[JudgeEstimate] = field(default_factory=list)
+    #: priced for the provider's batch API (``--batch``) rather than live calls
+    batch: bool = False
+    #: judges whose batch price is not in the map: priced at the documented 50% of the live price
+    batch_halved: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         """One paragraph for the CLI and the page."""
@@ -98,21 +129,33 @@ class JuryEstimate:
             f"{self.calls} calls to make ({self.planned} verdicts planned, {self.done} already done, "
             f"{self.reused} reused from earlier runs)",
             f"about {self.prompt_tokens:,} prompt and {self.completion_tokens:,} completion tokens, "
-            f"estimated cost ${self.cost_usd:.4f}",
+            f"estimated cost ${self.cost_usd:.4f}" + (" at batch prices" if self.batch else ""),
         ]
+        if self.batch:
+            listed = [j.model for j in self.judges if j.model not in self.batch_halved and j.model not in self.unpriced]
+            if listed:
+                lines.append(f"batch price from litellm's price map for {', '.join(listed)}")
+            if self.batch_halved:
+                lines.append(f"batch price of {', '.join(self.batch_halved)}: 50% of the live price (the provider's "
+                             "documented batch discount; the price map lists no batch price)")
         if self.unpriced:
             lines.append(f"no price known for {', '.join(self.unpriced)} (local or unlisted model): counted as $0")
         return "\n".join(lines)
 
 
-def estimate_plan(plan: RunPlan, config: JuryConfig) -> JuryEstimate:
-    """Estimate the calls, tokens and cost of the calls a plan still has to make."""
+def estimate_plan(plan: RunPlan, config: JuryConfig, *, batch: bool = False) -> JuryEstimate:
+    """Estimate the calls, tokens and cost of the calls a plan still has to make (at batch prices with ``batch``)."""
     judges: list[JudgeEstimate] = []
+    halved: list[str] = []
     for judge in config.judges:
         work = [w for w in plan.todo if w.judge.model == judge.model]
         prompt_tokens = sum(estimate_tokens(w.prompt.text) + MESSAGE_OVERHEAD_TOKENS for w in work)
         completion = expected_completion_tokens(config.rubric, judge.max_tokens) * len(work)
         price = price_per_token(judge.model)
+        if batch and price is not None:
+            *price, listed = batch_price_per_token(judge.model)
+            if not listed:
+                halved.append(judge.model)
         cost = None if price is None else prompt_tokens * price[0] + completion * price[1]
         judges.append(JudgeEstimate(judge.model, len(work), prompt_tokens, completion, cost))
     return JuryEstimate(
@@ -125,7 +168,49 @@ def estimate_plan(plan: RunPlan, config: JuryConfig) -> JuryEstimate:
         cost_usd=sum(j.cost_usd or 0.0 for j in judges),
         unpriced=[j.model for j in judges if j.cost_usd is None],
         judges=judges,
+        batch=batch,
+        batch_halved=halved,
     )
+
+
+def priced_usage(model: str, usage: dict[str, Any]) -> tuple[int, int, float, bool]:
+    """(prompt tokens, completion tokens, cost in USD, whether the cost is known) of a response's ``usage`` (its
+    JSON), priced from the cost map: for a judge called without litellm (:mod:`medhelm_core.jury.openai_compatible`).
+
+    What litellm's cost function does for an OpenAI model: prompt tokens the provider read from its cache
+    (``prompt_tokens_details.cached_tokens``) at the map's cached price when it lists one, the rest at the input
+    price, completion tokens (reasoning included) at the output price. A model the map does not list costs 0 and
+    is reported as unpriced.
+
+    Examples
+    --------
+    >>> priced_usage("openai/gpt-4o-2024-05-13", {"prompt_tokens": 1000, "completion_tokens": 100})
+    (1000, 100, 0.0065, True)
+    >>> priced_usage("openai/my-local-model", {"prompt_tokens": 1000, "completion_tokens": 100})
+    (1000, 100, 0.0, False)
+    """
+    prompt_tokens = int(usage.get("prompt_tokens") or 0)
+    completion_tokens = int(usage.get("completion_tokens") or 0)
+    price = price_per_token(model)
+    if price is None:
+        return prompt_tokens, completion_tokens, 0.0, False
+    details = usage.get("prompt_tokens_details")
+    cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0) or 0)
+    cached_price = _cached_input_price(model)
+    if cached_price is None:
+        cached = 0
+    cost = (prompt_tokens - cached) * price[0] + cached * (cached_price or 0.0) + completion_tokens * price[1]
+    return prompt_tokens, completion_tokens, round(cost, 12), True
+
+
+def _cached_input_price(model: str) -> float | None:
+    prices = model_prices()
+    for name in (model, model.split("/", 1)[1] if "/" in model else model):
+        entry = prices.get(name) or {}
+        if "input_cost_per_token" in entry:
+            value = entry.get("cache_read_input_token_cost")
+            return float(value) if value is not None else None
+    return None
 
 
 def usage_and_cost(litellm: Any, response: Any, model: str | None = None) -> tuple[int, int, float, bool]:

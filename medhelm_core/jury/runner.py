@@ -1,16 +1,19 @@
 """Run a jury over a study: plan, call the judges concurrently, write every verdict as it arrives.
 
 Concurrency is bounded per judge (an :class:`asyncio.BoundedSemaphore` of the judge's ``concurrency``), so one
-slow provider does not hold the others back. Finished calls go through a queue to writer threads that
-store each verdict in its own transaction; the run's counters in the database are the progress that the
-CLI, the page and ``medhelm jury status`` show.
+slow provider does not hold the others back. Finished calls go through a queue to writer threads; a writer takes
+every verdict waiting and stores them in one transaction (:func:`~medhelm_core.jury.store.record_verdicts`), so
+commits do not cap the rate at which verdicts arrive; the run's counters in the database are the progress that the
+CLI, the page and ``medhelm jury status`` show. Judges are reached through :func:`~medhelm_core.jury.calls.connect`:
+the openai SDK's client for OpenAI-compatible judges, litellm (imported only then) for the others.
 
 Stopping: a stop request (``request_stop`` from the page, or ``stop`` set in this process) lets the calls
 in flight finish and be written, then ends the run as ``stopped``. Ctrl-C cancels the calls in flight,
 writes what already arrived, and ends the run as ``stopped``; a crash leaves it ``running`` with a stale
 heartbeat, read as ``interrupted``. Any of them resumes with the same command: no verdict that was stored is
-asked for again. What is asked again is what was in flight: a judge's slot is held until its verdict is
-stored, so a ``kill -9`` repeats at most ``concurrency`` calls per judge (README, "The LLM jury").
+asked for again. What is asked again is what was in flight or waiting to be stored: a judge's calls not yet
+stored are bounded by twice its concurrency, so a ``kill -9`` repeats at most that many calls per judge
+(README, "The LLM jury").
 
 One worker per run: starting a configuration that is running (here, in another thread or process) raises
 :class:`~medhelm_core.errors.RunBusyError`, decided by the database (:func:`~medhelm_core.jury.store.open_run`).
@@ -33,11 +36,13 @@ from sqlalchemy.engine import Engine
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import JuryRun, RunStatus, Study, VerdictStatus
 from medhelm_core.errors import MissingCredentialsError
+from medhelm_core.jury.batch_store import refuse_live_run_with_open_batches
 from medhelm_core.jury.calls import (
+    Connections,
     check_config_holds_no_key,
     check_credentials,
+    connect,
     judge_item,
-    load_litellm,
     redact,
     redact_outcome,
     secret_values,
@@ -53,13 +58,17 @@ from medhelm_core.jury.store import (
     mark_running,
     open_run,
     plan_run,
-    record_verdict,
+    record_verdicts,
     run_state,
     stored_status,
 )
 from medhelm_core.studies import get_study_by_id
 
 HEARTBEAT_SECONDS = 2.0
+#: answers asked for and not yet stored, per slot of a judge's concurrency: what a ``kill -9`` can make a resume repeat
+UNSTORED_PER_SLOT = 2
+#: At most this many verdicts in one write transaction (what a writer takes from the queue at once).
+WRITE_BATCH = 200
 #: How often the worker looks for a stop request in the database (a cheap read).
 STOP_POLL_SECONDS = 0.25
 
@@ -75,6 +84,49 @@ class Progress:
     completion_tokens: int
     cost_usd: float
     calls_made: int = 0
+
+    def add(self, outcome: VerdictOutcome, written: str | None, calls_made: int) -> None:
+        """Count one verdict as :func:`~medhelm_core.jury.store.record_verdicts` stored it (``written``: "new", a
+        failed verdict "replaced", or None when it was stored already); a live run and a batch run count alike."""
+        if written is None:
+            return
+        failed = int(outcome.status != VerdictStatus.ok.value)
+        self.done += 1 if written == "new" else 0
+        self.failed += failed if written == "new" else failed - 1
+        self.prompt_tokens += outcome.prompt_tokens
+        self.completion_tokens += outcome.completion_tokens
+        self.cost_usd += outcome.cost_usd
+        self.calls_made = calls_made
+
+
+def read_progress(engine: Engine, run_id: int, planned: int) -> Progress:
+    """The run's stored counters, where a resumed run's progress starts from."""
+    with transaction(engine) as session:
+        run = session.get(JuryRun, run_id)
+        return Progress(planned, run.calls_done, run.calls_failed, run.prompt_tokens, run.completion_tokens,
+                        run.cost_usd)
+
+
+async def watch_run(engine: Engine, run_id: int, stop: threading.Event, quiet: asyncio.Event) -> None:
+    """Until ``quiet`` is set: beat every HEARTBEAT_SECONDS, and watch for a stop request (from the page, through
+    the database) every STOP_POLL_SECONDS, which sets ``stop``. A live run and a batch run keep their row alike."""
+    last_beat = time.monotonic()
+    while not quiet.is_set():
+        try:
+            await asyncio.wait_for(quiet.wait(), STOP_POLL_SECONDS)
+            return
+        except TimeoutError:
+            pass
+        try:
+            if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
+                status = await asyncio.to_thread(heartbeat, engine, run_id)
+                last_beat = time.monotonic()
+            else:
+                status = await asyncio.to_thread(stored_status, engine, run_id)
+        except Exception:  # noqa: BLE001 - a busy database skips one beat, the next one will do
+            continue
+        if status == RunStatus.stopping:
+            stop.set()
 
 
 @dataclass
@@ -104,8 +156,24 @@ class RunSummary:
         return asdict(self)
 
 
-def estimate_run(engine: Engine, study: Study, config: JuryConfig, *, retry_failed: bool = False) -> JuryEstimate:
-    """Calls, tokens and cost a run would make now, taking what is done or reusable into account.
+def summarize(engine: Engine, run_id: int, study_name: str, config: JuryConfig, *, planned: int, calls_made: int,
+              reused: int, unpriced: list[str], started: float) -> RunSummary:
+    """What a run did, read back from its row once it is finished (a live run and a batch run alike)."""
+    with transaction(engine) as session:
+        run = session.get(JuryRun, run_id)
+        return RunSummary(
+            run_id=run_id, study=study_name, name=run.name, status=run.status, config_hash=run.config_hash,
+            planned=planned, done=run.calls_done, failed=run.calls_failed, calls_made=calls_made,
+            reused=reused, prompt_tokens=run.prompt_tokens, completion_tokens=run.completion_tokens,
+            cost_usd=run.cost_usd, unpriced=unpriced, elapsed_seconds=time.perf_counter() - started,
+            versions={"judges": [j.model for j in config.judges], **config.versions},
+        )
+
+
+def estimate_run(engine: Engine, study: Study, config: JuryConfig, *, retry_failed: bool = False,
+                 batch: bool = False) -> JuryEstimate:
+    """Calls, tokens and cost a run would make now, taking what is done or reusable into account; with ``batch``,
+    at the providers' batch prices (``--batch``).
 
     Writes nothing and calls nobody (``--dry-run``).
     """
@@ -114,7 +182,7 @@ def estimate_run(engine: Engine, study: Study, config: JuryConfig, *, retry_fail
     with transaction(engine) as session:
         target = get_study_by_id(session, study.id)
         plan = plan_run(session, target, config, find_run(session, target, config), retry_failed=retry_failed)
-    return estimate_plan(plan, config)
+    return estimate_plan(plan, config, batch=batch)
 
 
 def prepare_run(engine: Engine, study: Study, config: JuryConfig) -> int:
@@ -137,10 +205,21 @@ def run_jury(
     stop: threading.Event | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     actor: Any = None,
+    holder: str | None = None,
+    batch: bool = False,
 ) -> RunSummary:
-    """Run (or resume) the jury over every item of ``study``; see :func:`run_jury_async`."""
+    """Run (or resume) the jury over every item of ``study``; see :func:`run_jury_async`.
+
+    With ``batch`` the calls go through the providers' batch APIs instead
+    (:func:`medhelm_core.jury.batch.run_jury_batch`, with its default limits).
+    """
+    if batch:
+        from medhelm_core.jury.batch import run_jury_batch
+
+        return run_jury_batch(engine, study, config, retry_failed=retry_failed, stop=stop, on_progress=on_progress,
+                              actor=actor, holder=holder)
     return asyncio.run(run_jury_async(engine, study, config, retry_failed=retry_failed, stop=stop,
-                                      on_progress=on_progress, actor=actor))
+                                      on_progress=on_progress, actor=actor, holder=holder))
 
 
 async def run_jury_async(
@@ -152,6 +231,7 @@ async def run_jury_async(
     stop: threading.Event | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     actor: Any = None,
+    holder: str | None = None,
 ) -> RunSummary:
     """Run (or resume) the jury over every item of ``study`` and return what it did.
 
@@ -169,9 +249,12 @@ async def run_jury_async(
     stop
         Set it to stop after the calls in flight (the page's Stop button also works through the database).
     on_progress
-        Called after each verdict is stored.
+        Called after each write of verdicts (those that arrived together, stored in one transaction).
     actor
         Who started it, for the audit trail (a user, a principal, ``"cli"``).
+    holder
+        The queued job working the run (``job:12``), so that the job's next worker takes over at once a run
+        its dead predecessor left marked running (:func:`~medhelm_core.jury.store.open_run`).
 
     Raises
     ------
@@ -184,8 +267,9 @@ async def run_jury_async(
     check_config_holds_no_key(config)
     with transaction(engine) as session:
         target = get_study_by_id(session, study.id)
-        run = open_run(session, target, config)
+        run = open_run(session, target, config, holder=holder)
         plan = plan_run(session, target, config, run, retry_failed=retry_failed)
+        refuse_live_run_with_open_batches(session, run.id)  # their calls would be paid for twice
         run_id, study_name = run.id, target.name
         unpriced_before = set(run_state(run).get("unpriced") or [])
     mark_running(engine, run_id, plan.planned, actor)
@@ -194,16 +278,17 @@ async def run_jury_async(
     # copying reused verdicts and storing the last answers take seconds (many under load), and a run silent for
     # HEARTBEAT_STALE reads "interrupted" to the page, the CLI and a resume, which would take it over.
     quiet = asyncio.Event()
-    beat = asyncio.create_task(job.heartbeat(quiet))
+    beat = asyncio.create_task(watch_run(engine, run_id, job.stop, quiet))
     # Everything stored from here on (verdicts, the run's error) is redacted with these.
     status, error, reused = RunStatus.finished, None, 0
     try:
-        job.litellm = await asyncio.to_thread(load_litellm)
-        check_credentials(job.litellm, config)
+        job.judges = await asyncio.to_thread(connect, config)
+        check_credentials(job.judges.litellm, config)
         reused = await asyncio.to_thread(copy_reused, engine, run_id, plan.reusable)
-        await job.load_counters()
+        job.progress = await asyncio.to_thread(read_progress, engine, run_id, plan.planned)
+        job.report()
         await job.run(plan.todo)
-        status = RunStatus.stopped if job.stopped else RunStatus.finished
+        status = RunStatus.stopped if job.stopped or job.stop.is_set() else RunStatus.finished
     except MissingCredentialsError as exc:
         status, error = RunStatus.failed, redact(str(exc), job.secrets)
         raise
@@ -217,18 +302,10 @@ async def run_jury_async(
         # Let the heartbeat end by itself rather than cancel it: a beat cancelled in flight would still write, after
         # finish_run, the run's state as it read it before (losing the error and the unpriced models).
         quiet.set()
-        await asyncio.gather(beat, return_exceptions=True)
+        await asyncio.gather(beat, job.judges.aclose(), return_exceptions=True)
         finish_run(engine, run_id, status, error=error, unpriced=sorted(job.unpriced | unpriced_before))
-    with transaction(engine) as session:
-        run = session.get(JuryRun, run_id)
-        return RunSummary(
-            run_id=run_id, study=study_name, name=run.name, status=run.status, config_hash=run.config_hash,
-            planned=plan.planned, done=run.calls_done, failed=run.calls_failed, calls_made=job.calls_made,
-            reused=reused, prompt_tokens=run.prompt_tokens, completion_tokens=run.completion_tokens,
-            cost_usd=run.cost_usd, unpriced=sorted(job.unpriced | unpriced_before),
-            elapsed_seconds=time.perf_counter() - started,
-            versions={"judges": [j.model for j in config.judges], **config.versions},
-        )
+    return summarize(engine, run_id, study_name, config, planned=plan.planned, calls_made=job.calls_made,
+                     reused=reused, unpriced=sorted(job.unpriced | unpriced_before), started=started)
 
 
 class _Job:
@@ -237,7 +314,7 @@ class _Job:
     def __init__(self, engine: Engine, run_id: int, config: JuryConfig, planned: int,
                  stop: threading.Event, on_progress: Callable[[Progress], None] | None) -> None:
         self.engine, self.run_id, self.config, self.planned = engine, run_id, config, planned
-        self.litellm: Any = None
+        self.judges = Connections()
         self.stop, self.on_progress = stop, on_progress
         self.secrets = secret_values(config)
         self.stopped = False
@@ -248,23 +325,15 @@ class _Job:
         self.n_writers = 1 if engine.url.get_backend_name() == "sqlite" else 4
         self.fatal: BaseException | None = None
 
-    async def load_counters(self) -> None:
-        def read() -> Progress:
-            with transaction(self.engine) as session:
-                run = session.get(JuryRun, self.run_id)
-                return Progress(self.planned, run.calls_done, run.calls_failed, run.prompt_tokens,
-                                run.completion_tokens, run.cost_usd)
-
-        self.progress = await asyncio.to_thread(read)
-        self._report()
-
-    def _report(self) -> None:
+    def report(self) -> None:
         if self.on_progress is not None:
             self.on_progress(Progress(**asdict(self.progress)))
 
     async def run(self, todo: list[WorkItem]) -> None:
         queue: asyncio.Queue[tuple[VerdictOutcome, asyncio.Future[None]] | None] = asyncio.Queue()
-        limits = {j.model: asyncio.BoundedSemaphore(j.concurrency) for j in self.config.judges}
+        limits = {j.model: (asyncio.BoundedSemaphore(j.concurrency), asyncio.BoundedSemaphore(UNSTORED_PER_SLOT
+                                                                                              * j.concurrency))
+                  for j in self.config.judges}
         writers = [asyncio.create_task(self._writer(queue)) for _ in range(self.n_writers)]
         calls = [asyncio.create_task(self._call(w, limits[w.judge.model], queue)) for w in todo]
         try:
@@ -283,75 +352,63 @@ class _Job:
         if self.fatal is not None:
             raise self.fatal
 
-    async def _call(self, work: WorkItem, limit: asyncio.BoundedSemaphore, queue: asyncio.Queue) -> None:
+    async def _call(self, work: WorkItem, limits: tuple[asyncio.Semaphore, asyncio.Semaphore],
+                    queue: asyncio.Queue) -> None:
+        calling, unstored = limits
         if self.stopped or self.stop.is_set():
             self.stopped = True
             return
-        async with limit:
-            if self.stopped or self.stop.is_set():
-                self.stopped = True
-                return
-            self.calls_made += 1
-            outcome = await judge_item(self.litellm, self.config, work)
-            # The slot is held until the verdict is stored: what a crash can lose (and a resume pays for
-            # again) is at most the judge's concurrency, never a backlog of answers waiting for the writer.
+        # Two bounds per judge: ``concurrency`` calls at the provider, and at most twice that asked for and not yet
+        # stored. What a crash can lose (and a resume pays for again) is the second, never a backlog of answers
+        # waiting for the writer; the first is released as soon as the answer is in, so the next call overlaps
+        # the write (holding it until the commit made each call ~40 % slower at 100 ms latency).
+        async with unstored:
+            async with calling:
+                if self.stopped or self.stop.is_set():
+                    self.stopped = True
+                    return
+                self.calls_made += 1
+                outcome = await judge_item(self.judges, self.config, work)
             stored = asyncio.get_running_loop().create_future()
-            await queue.put((redact_outcome(outcome, self.secrets), stored))
+            queue.put_nowait((redact_outcome(outcome, self.secrets), stored))
             await asyncio.shield(stored)
 
     async def _writer(self, queue: asyncio.Queue) -> None:
+        """Store what arrives: every verdict waiting (up to WRITE_BATCH) in one transaction, then release their
+        slots; ends at the ``None`` put in the queue for it."""
         while True:
-            entry = await queue.get()
-            if entry is None:
+            entries = [await queue.get()]
+            while entries[-1] is not None and len(entries) < WRITE_BATCH and not queue.empty():
+                entries.append(queue.get_nowait())
+            last = entries[-1] is None
+            batch = [e for e in entries if e is not None]
+            if batch:
+                await self._store(batch)
+            if last:
                 return
-            outcome, stored = entry
-            try:
-                written = await asyncio.to_thread(record_verdict, self.engine, self.run_id, outcome)
-            except Exception as exc:  # noqa: BLE001 - a database error: stop calling, report it after the drain
-                self.fatal = exc
-                self.stopped = True
-                continue
-            finally:
+
+    async def _store(self, batch: list[tuple[VerdictOutcome, asyncio.Future[None]]]) -> None:
+        outcomes = [outcome for outcome, _ in batch]
+        try:
+            written = await asyncio.to_thread(record_verdicts, self.engine, self.run_id, outcomes)
+        except Exception as exc:  # noqa: BLE001 - a database error: stop calling, report it after the drain
+            self.fatal = exc
+            self.stopped = True
+            return
+        finally:
+            for _, stored in batch:
                 if not stored.done():
                     stored.set_result(None)
-            try:
-                self._count(outcome, written)
-            except Exception as exc:  # noqa: BLE001 - a progress callback that failed: end the run with it
-                self.fatal = self.fatal or exc
-                self.stopped = True
+        try:
+            for outcome, result in zip(outcomes, written, strict=True):
+                self._count(outcome, result)
+            self.report()
+        except Exception as exc:  # noqa: BLE001 - a progress callback that failed: end the run with it
+            self.fatal = self.fatal or exc
+            self.stopped = True
 
     def _count(self, outcome: VerdictOutcome, written: str | None) -> None:
         if not outcome.cost_known:
             self.unpriced.add(outcome.judge)
-        if written is not None:
-            p = self.progress
-            failed = int(outcome.status != VerdictStatus.ok.value)
-            p.done += 1 if written == "new" else 0
-            p.failed += failed if written == "new" else failed - 1
-            p.prompt_tokens += outcome.prompt_tokens
-            p.completion_tokens += outcome.completion_tokens
-            p.cost_usd += outcome.cost_usd
-            p.calls_made = self.calls_made
-            self._report()
+        self.progress.add(outcome, written, self.calls_made)
 
-    async def heartbeat(self, quiet: asyncio.Event) -> None:
-        """Until ``quiet`` is set: beat every HEARTBEAT_SECONDS, and watch for a stop request (from the page, through
-        the database) every STOP_POLL_SECONDS."""
-        last_beat = time.monotonic()
-        while not quiet.is_set():
-            try:
-                await asyncio.wait_for(quiet.wait(), STOP_POLL_SECONDS)
-                return
-            except TimeoutError:
-                pass
-            try:
-                if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
-                    status = await asyncio.to_thread(heartbeat, self.engine, self.run_id)
-                    last_beat = time.monotonic()
-                else:
-                    status = await asyncio.to_thread(stored_status, self.engine, self.run_id)
-            except Exception:  # noqa: BLE001 - a busy database skips one beat, the next one will do
-                continue
-            if status == RunStatus.stopping or self.stop.is_set():
-                self.stopped = True
-                self.stop.set()

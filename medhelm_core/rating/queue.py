@@ -7,10 +7,11 @@ the jury's scores and other clinicians' scores are never part of what is returne
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import and_, func
+from sqlalchemy import Integer, and_, bindparam, case, cast, func, or_
 from sqlmodel import Session, col, select
 
 from medhelm_core.accounts.auth import Principal
@@ -54,6 +55,8 @@ class StudyProgress:
     done: int
     assigned: int
     skipped: int = 0
+    #: neither rated nor skipped (an item both rated and skipped, by an import after a skip, is not open)
+    waiting: int | None = None
 
     @property
     def handled(self) -> int:
@@ -120,20 +123,29 @@ def _same(submitted) -> object:  # noqa: ANN001 - the subquery of _submitted or 
 
 
 def progress(session: Session, who: Principal) -> list[StudyProgress]:
-    """Done / assigned (and skipped) for every study in which ``who`` has assignments (repeats included,
-    unannounced)."""
-    submitted, skipped = _submitted(who), _skipped(who)
-    rows = session.exec(
-        select(Study.id, Study.name, Study.title, func.count(Assignment.id), func.count(submitted.c.item_id),
-               func.count(skipped.c.item_id))
-        .join(Assignment, Assignment.study_id == Study.id)
-        .outerjoin(submitted, _same(submitted))
-        .outerjoin(skipped, _same(skipped))
-        .where(Assignment.user_id == who.user_id)
+    """Done / assigned (and skipped, and still open) for every study in which ``who`` has assignments (repeats
+    included, unannounced). One pass over ``who``'s assignments, each looked up in the submissions' and the skips'
+    indexes once."""
+    rows = session.execute(_progress_statement(), {"user_id": who.user_id}).all()
+    return [StudyProgress(sid, name, title, done, total, skip, waiting)
+            for sid, name, title, total, done, skip, waiting in rows]
+
+
+@functools.cache
+def _progress_statement():  # noqa: ANN202 - a SQLAlchemy select, built once
+    flags = (
+        select(Assignment.study_id, cast(_rated_flag(), Integer).label("rated"),
+               cast(_skipped_flag(), Integer).label("skipped"))
+        .where(Assignment.user_id == bindparam("user_id"))
+        .subquery()
+    )
+    return (
+        select(Study.id, Study.name, Study.title, func.count(), func.sum(flags.c.rated), func.sum(flags.c.skipped),
+               func.sum(case((flags.c.rated + flags.c.skipped == 0, 1), else_=0)))
+        .join(flags, flags.c.study_id == Study.id)
         .group_by(Study.id, Study.name, Study.title)
         .order_by(Study.name)
-    ).all()
-    return [StudyProgress(sid, name, title, done, total, skip) for sid, name, title, total, done, skip in rows]
+    )
 
 
 def queue(session: Session, who: Principal, study: Study) -> list[QueueEntry]:
@@ -198,6 +210,104 @@ def next_open(entries: list[QueueEntry], index: int) -> int:
     return index if any(e.open for e in entries) else first_open(entries)
 
 
+# What one run of the Rate page reads: a handful of indexed queries whose cost does not grow with the queue's
+# length (the index ix_assignment_queue walks who's assignments of a study in queue order), instead of reading the
+# whole queue as :func:`queue` does. Each gives the same answer as the list function it stands for. The statements
+# are built once, with parameters: building them anew on every run cost more than running them.
+
+
+def _rated_flag():  # noqa: ANN202 - a SQLAlchemy EXISTS
+    """The assignment has been submitted (any revision; a repeat only by its own submission)."""
+    return (
+        select(RatingSubmission.id)
+        .where(RatingSubmission.rater_id == Assignment.user_id, RatingSubmission.item_id == Assignment.item_id,
+               RatingSubmission.retest == Assignment.retest)
+        .exists()
+    )
+
+
+def _skipped_flag():  # noqa: ANN202 - a SQLAlchemy EXISTS
+    return (
+        select(RatingSkip.id)
+        .where(RatingSkip.rater_id == Assignment.user_id, RatingSkip.item_id == Assignment.item_id,
+               RatingSkip.retest == Assignment.retest)
+        .exists()
+    )
+
+
+_IN_QUEUE = (Assignment.user_id == bindparam("user_id"), Assignment.study_id == bindparam("study_id"))
+_OPEN = and_(~_rated_flag(), ~_skipped_flag())
+_IN_ORDER = (col(Assignment.position), col(Assignment.id))
+_NOT_ITEM = Assignment.item_id != bindparam("item_id")
+_AFTER = or_(Assignment.position > bindparam("position"),
+             and_(Assignment.position == bindparam("position"), Assignment.id > bindparam("assignment_id")))
+_BEFORE = or_(Assignment.position < bindparam("position"),
+              and_(Assignment.position == bindparam("position"), Assignment.id < bindparam("assignment_id")))
+_COUNT = select(func.count()).select_from(Assignment).where(*_IN_QUEUE)
+_LENGTH = _COUNT
+_OPEN_COUNT = _COUNT.where(_OPEN)
+_RANK = _COUNT.where(_BEFORE)
+_AT = (select(Assignment.item_id, Assignment.retest, Assignment.position, Assignment.id, _rated_flag(),
+              _skipped_flag())
+       .where(*_IN_QUEUE).order_by(*_IN_ORDER).offset(bindparam("offset")).limit(1))
+_FIRST = select(Assignment.position, Assignment.id).where(*_IN_QUEUE, _OPEN).order_by(*_IN_ORDER).limit(1)
+_FIRST_OTHER = _FIRST.where(_NOT_ITEM)
+_FIRST_OTHER_AFTER = _FIRST_OTHER.where(_AFTER)
+
+
+def _run(session: Session, statement, who: Principal, study: Study, **params: object):  # noqa: ANN001, ANN202
+    return session.execute(statement, {"user_id": who.user_id, "study_id": study.id, **params})
+
+
+def queue_length(session: Session, who: Principal, study: Study) -> int:
+    """How many items are in ``who``'s queue in ``study`` (``len(queue(...))``)."""
+    return _run(session, _LENGTH, who, study).scalar_one()
+
+
+def open_count(session: Session, who: Principal, study: Study) -> int:
+    """How many items of ``who``'s queue in ``study`` are neither rated nor skipped (``all_done`` is
+    ``queue_length > 0 and open_count == 0``)."""
+    return _run(session, _OPEN_COUNT, who, study).scalar_one()
+
+
+def entry_at(session: Session, who: Principal, study: Study, index: int) -> QueueEntry | None:
+    """The entry at ``index`` of ``who``'s queue in ``study`` (``queue(...)[index]``), None past its end."""
+    row = _run(session, _AT, who, study, offset=max(index, 0)).first() if index >= 0 else None
+    if row is None:
+        return None
+    item_id, retest, _, _, rated, skipped = row
+    return QueueEntry(item_id, bool(rated), bool(retest), bool(skipped) and not rated)
+
+
+def first_open_index(session: Session, who: Principal, study: Study) -> int:
+    """Where to resume: :func:`first_open` of the queue, read as the first open entry and its rank."""
+    found = _run(session, _FIRST, who, study).first()
+    if found is None:
+        return max(queue_length(session, who, study) - 1, 0)
+    return _rank(session, who, study, found)
+
+
+def next_open_index(session: Session, who: Principal, study: Study, index: int) -> int:
+    """:func:`next_open` of the queue after a submission (or a skip) at ``index``, read with LIMIT 1 queries."""
+    here = _run(session, _AT, who, study, offset=index).first() if index >= 0 else None
+    if here is not None:
+        item_id, _, position, assignment_id, _, _ = here
+        after = _run(session, _FIRST_OTHER_AFTER, who, study, item_id=item_id, position=position,
+                     assignment_id=assignment_id).first()
+        anywhere = after or _run(session, _FIRST_OTHER, who, study, item_id=item_id).first()
+    else:
+        anywhere = _run(session, _FIRST, who, study).first()
+    if anywhere is not None:
+        return _rank(session, who, study, anywhere)
+    return index if open_count(session, who, study) else first_open_index(session, who, study)
+
+
+def _rank(session: Session, who: Principal, study: Study, key: tuple[int, int]) -> int:
+    """The index in the queue of the assignment at ``key`` = (position, id): how many come before it."""
+    position, assignment_id = key
+    return _run(session, _RANK, who, study, position=position, assignment_id=assignment_id).scalar_one()
+
+
 def _assigned(session: Session, who: Principal, study: Study, item_id: int, retest: bool = False) -> Item:
     item = study_item(session, study, item_id)
     assigned = session.exec(
@@ -244,6 +354,44 @@ def load_item(session: Session, who: Principal, study: Study, item_id: int, *, r
         skip_reason=skip.reason if skip else None,
         skip_note=skip.note if skip else "",
     )
+
+
+@dataclass(frozen=True)
+class RateView:
+    """What one run of the Rate page shows of ``who``'s queue in a study: its length, how many items are still
+    open, the place shown and, unless the queue is done and not being revised, that place's entry and item."""
+
+    length: int
+    open: int
+    index: int
+    entry: QueueEntry | None = None
+    item: RaterItem | None = None
+
+    @property
+    def all_done(self) -> bool:
+        """:func:`all_done` of the queue: at least one item, and none open."""
+        return self.length > 0 and self.open == 0
+
+
+def rate_view(session: Session, who: Principal, study: Study, index: int | None, *, revising: bool = False,
+              waiting: int | None = None) -> RateView:
+    """The reads of one Rate page run for ``study``: where ``index`` is None or past the queue's end, the place
+    to resume (:func:`first_open_index`); the entry and its item unless every item is handled and ``who`` is
+    not revising. A few indexed queries, none of which reads the whole queue; ``waiting``, the open count of
+    :func:`progress` when the caller has it, saves counting again."""
+    length = queue_length(session, who, study)
+    if waiting is None:
+        waiting = open_count(session, who, study)
+    if index is None or index >= length:
+        index = first_open_index(session, who, study)
+    if length == 0 or (waiting == 0 and not revising):
+        return RateView(length, waiting, index)
+    entry = entry_at(session, who, study, index)
+    if entry is None:  # the queue shrank between the two reads (an item moved away): resume instead
+        index = first_open_index(session, who, study)
+        entry = entry_at(session, who, study, index)
+    item = load_item(session, who, study, entry.item_id, retest=entry.retest) if entry is not None else None
+    return RateView(length, waiting, index, entry, item)
 
 
 def _skip_of(session: Session, who: Principal, item_id: int, retest: bool) -> RatingSkip | None:

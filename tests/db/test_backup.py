@@ -29,7 +29,8 @@ from medhelm_core.studies import get_or_create_study
 
 
 def snapshot(engine) -> dict[str, list[tuple]]:
-    """Every row of every table, in primary-key order (restore events aside)."""
+    """Every row of every table, in primary-key order (restore events aside, and the data versions' tokens,
+    which a restore renews: see test_a_restore_renews_the_data_versions_tokens)."""
     meta = MetaData()
     meta.reflect(engine)
     rows = {}
@@ -38,6 +39,8 @@ def snapshot(engine) -> dict[str, list[tuple]]:
             query = select(table).order_by(*table.primary_key.columns)
             if name == "auditevent":
                 query = query.where(table.c.action != "database.restored")
+            if name == "dataversion":
+                query = select(*(c for c in table.columns if c.name != "token")).order_by(*table.primary_key.columns)
             rows[name] = [tuple(r) for r in conn.execute(query)]
     return rows
 
@@ -209,3 +212,18 @@ def test_backup_and_restore_commands(sqlite_engine, tmp_path, capsys):
     assert code == 0, err
     assert f'"revision": "{head_revision()}"' in out
     assert snapshot(sqlite_engine) == before
+
+
+def test_a_restore_renews_the_data_versions_tokens(sqlite_engine, medhelm_ratings_csv, tmp_path):
+    """Restored counters go back to older versions, and later writes count up through versions the figures cache
+    has seen for other data: a new token keeps those apart."""
+    fill(sqlite_engine, medhelm_ratings_csv)
+
+    def tokens() -> set[str]:
+        with sqlite_engine.connect() as conn:
+            return {row[0] for row in conn.execute(text("SELECT token FROM dataversion"))}
+
+    before = tokens()
+    backup_database(sqlite_engine, tmp_path / "medhelm.backup")
+    restore_database(sqlite_engine, tmp_path / "medhelm.backup", overwrite=True)
+    assert before and not (tokens() & before)

@@ -15,7 +15,7 @@ from support.jury_support import fast_config, make_study
 
 from medhelm_core.db.models import JuryRun, RunStatus
 from medhelm_core.jury import run_jury, runner, store
-from medhelm_core.jury.calls import load_litellm
+from medhelm_core.jury.calls import connect
 
 
 def test_a_worker_busy_before_its_first_call_is_never_read_as_interrupted(sqlite_engine, monkeypatch):
@@ -24,13 +24,11 @@ def test_a_worker_busy_before_its_first_call_is_never_read_as_interrupted(sqlite
     monkeypatch.setattr(runner, "HEARTBEAT_SECONDS", 0.2)
     monkeypatch.setattr(runner, "STOP_POLL_SECONDS", 0.05)
     monkeypatch.setattr(store, "HEARTBEAT_STALE", timedelta(seconds=1.0))
-    litellm = load_litellm()
-
-    def slow_import():  # litellm's import under load: seconds before the first call
+    def slow_import(config):  # importing litellm or the openai SDK under load: seconds before the first call
         time.sleep(2.0)
-        return litellm
+        return connect(config)
 
-    monkeypatch.setattr(runner, "load_litellm", slow_import)
+    monkeypatch.setattr(runner, "connect", slow_import)
     make_study(sqlite_engine, ["good"] * 2, name="busy")
     seen: list[str] = []
     done = threading.Event()

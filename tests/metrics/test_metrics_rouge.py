@@ -125,7 +125,7 @@ def test_non_latin_text_scores_zero_as_in_rouge_score():
 def test_rouge_lsum_in_small_memory_chunks_scores_the_same(monkeypatch):
     # Long texts are processed in chunks of reference and candidate sentences to bound memory; a tiny
     # budget forces one sentence pair per table and must not change a score.
-    import medhelm_core.metrics.rouge as module
+    import medhelm_core.metrics.union_lcs as module
 
     monkeypatch.setattr(module, "_TABLE_CELLS", 50)
     rng = random.Random(11)

@@ -1,8 +1,10 @@
-"""The Jury page: researchers only; estimate, start in the background, progress from the database, stop and
-resume, results per item and criterion with failures shown, recorded runs labelled, model text as text."""
+"""The Jury page: researchers only; estimate, start (a queued job, worked here by a worker thread as the app's own
+worker does), progress from the database, stop and resume, results per item and criterion with failures shown,
+recorded runs labelled, model text as text."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -18,7 +20,9 @@ from medhelm_core.accounts.users import add_user
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import Item, JuryRun
 from medhelm_core.importers import import_paths
-from medhelm_core.jury import background, run_jury
+from medhelm_core.jobs import WorkerOptions, run_worker
+from medhelm_core.jobs.queue import live_job_for_run
+from medhelm_core.jury import run_jury
 from medhelm_core.studies import get_or_create_study
 from pages.common import TOKEN_KEY
 
@@ -34,7 +38,13 @@ def demo_db(sqlite_engine, monkeypatch):
     make_study(sqlite_engine, ["good"] * 48, name="demo")
     monkeypatch.setenv("MEDHELM_DATABASE_URL", str(sqlite_engine.url))
     monkeypatch.setenv("OPENAI_API_KEY", "test")
-    return sqlite_engine
+    shutdown = threading.Event()  # the app's own worker, as `medhelm demo` runs it
+    worker = threading.Thread(target=run_worker, args=(sqlite_engine, WorkerOptions(poll_seconds=0.05)),
+                              kwargs={"shutdown": shutdown})
+    worker.start()
+    yield sqlite_engine
+    shutdown.set()
+    worker.join(30)
 
 
 def open_page(engine, username="researcher", password="researcher-demo", study: str | None = None) -> AppTest:
@@ -52,9 +62,14 @@ def button(at: AppTest, label: str):
 
 
 def wait_for_run(engine, run_id: int, timeout: float = 30) -> JuryRun:
-    assert background.wait(run_id, timeout)
-    with Session(engine) as s:
-        return s.get(JuryRun, run_id)
+    """The run once its job has ended (the worker thread works it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with Session(engine) as s:
+            if live_job_for_run(s, run_id) is None:
+                return s.get(JuryRun, run_id)
+        assert time.monotonic() < deadline, f"run {run_id} did not end in {timeout} s"
+        time.sleep(0.05)
 
 
 def test_clinicians_cannot_open_the_jury_page(demo_db):

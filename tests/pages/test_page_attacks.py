@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 from datetime import timedelta
 
@@ -31,9 +32,9 @@ from medhelm_core.accounts import auth
 from medhelm_core.accounts.users import add_user, disable_user
 from medhelm_core.db.audit import audit_events
 from medhelm_core.db.engine import make_engine, transaction
-from medhelm_core.db.models import Assignment, AuthSession, Criterion, Item, JuryRun, Study, User, utcnow
+from medhelm_core.db.models import Assignment, AuthSession, Criterion, Item, Job, JuryRun, Study, User, utcnow
 from medhelm_core.errors import AccessDenied
-from medhelm_core.jury import background, run_jury
+from medhelm_core.jury import request_stop, run_jury
 from medhelm_core.text import markdown_literal
 from pages.common import TOKEN_KEY
 
@@ -135,7 +136,8 @@ def test_a_disabled_accounts_resume_calls_no_judge(jury_db):
         end_session(jury_db, "disabled", "researcher", at.session_state[TOKEN_KEY])
         resume.click()
         at = fragment_rerun(at)
-        assert background.wait(run_id, 30)
+        with Session(jury_db) as s:
+            assert not s.exec(select(Job)).all()  # nothing queued for a worker
         time.sleep(0.5)  # a run started anyhow would have called by now
         assert len(server.calls) == calls == 2
         after = the_run(jury_db, run_id)
@@ -144,11 +146,23 @@ def test_a_disabled_accounts_resume_calls_no_judge(jury_db):
         assert any(w.value == "Please sign in." for w in at.warning)
 
 
+def the_run_started(engine) -> bool:
+    with Session(engine) as s:
+        return s.exec(select(JuryRun.id).where(JuryRun.status == "running")).first() is not None
+
+
 def test_a_disabled_accounts_stop_leaves_the_run_alone(jury_db):
     with FakeOpenAI(latency=0.2) as server:
         make_study(jury_db, ["good"] * 60, name="slow")
-        run_id = background.start_in_background(jury_db, study_named(jury_db, "slow"),
-                                                fast_config(server.base_url, (LOCAL_A,), concurrency=1))
+        stop_switch = threading.Event()  # a worker working the run
+        worker = threading.Thread(target=run_jury, args=(jury_db, study_named(jury_db, "slow"),
+                                                         fast_config(server.base_url, (LOCAL_A,), concurrency=1)),
+                                  kwargs={"stop": stop_switch})
+        worker.start()
+        while not the_run_started(jury_db):
+            time.sleep(0.05)
+        with Session(jury_db) as s:
+            run_id = s.exec(select(JuryRun.id)).one()
         try:
             at = signed_in(jury_db, "jury", "researcher", "researcher-demo").run()
             at.selectbox[0].select("slow").run()
@@ -158,8 +172,10 @@ def test_a_disabled_accounts_stop_leaves_the_run_alone(jury_db):
             fragment_rerun(at)
             assert the_run(jury_db, run_id).status == "running"
         finally:
-            background.stop_run(jury_db, run_id)
-            assert background.wait(run_id, 30)
+            request_stop(jury_db, run_id)
+            stop_switch.set()
+            worker.join(30)
+            assert not worker.is_alive()
 
 
 def test_a_disabled_accounts_callback_does_nothing(sqlite_demo_engine, monkeypatch):

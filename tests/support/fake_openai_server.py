@@ -10,7 +10,9 @@ Scenarios: ``good`` (default), ``prose``, ``fence``, ``garbage_then_good``, ``ga
 ``rate_limit_then_good`` (429 with Retry-After), ``server_error_then_good`` (500), ``slow_then_good``
 (first answer after ``slow_seconds``), ``echo_injection`` (the judge quotes the fenced response, which holds
 a fake verdict, and then gives its own), ``always_500``, ``echo_auth`` (a good verdict whose explanations
-and text quote the request's Authorization header) and ``echo_auth_error`` (a 400 whose message quotes it).
+and text quote the request's Authorization header), ``echo_auth_error`` (a 400 whose message quotes it) and
+``unauthorized`` (a 401, as OpenAI answers a wrong key, quoting the key). Each call's ``User-Agent`` is recorded
+(``user_agent``), which tells the openai SDK's client from others.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ from collections import Counter
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+try:
+    from support.fake_batches import FakeBatches
+except ImportError:  # run as a script (the benchmark): tests/support is the script's directory
+    from fake_batches import FakeBatches  # type: ignore[no-redef]
 
 SCENARIO = re.compile(r"SCENARIO=([a-z0-9_]+)")
 FENCED_RESPONSE = re.compile(r"(<response_[0-9a-f]+>.*?</response_[0-9a-f]+>)", re.DOTALL)
@@ -68,6 +75,8 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self._port = port
         self._server: ThreadingHTTPServer | None = None
+        #: /v1/files and /v1/batches (support.fake_batches): a batch's lines are answered by :meth:`answer`
+        self.batches = FakeBatches(self)
 
     @property
     def base_url(self) -> str:
@@ -86,7 +95,14 @@ class FakeOpenAI:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                self._send(*fake.batches.get(self.path))
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                if FakeBatches.handles(self.path):
+                    raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                    self._send(*fake.batches.post(self.path, self.headers, raw))
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -95,11 +111,12 @@ class FakeOpenAI:
                 status, payload, headers = fake.answer(body, dict(self.headers))
                 self._send(status, payload, headers)
 
-            def _send(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict | bytes, headers: dict[str, str] | None = None) -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    if "Content-Type" not in (headers or {}):
+                        self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     for k, v in (headers or {}).items():
                         self.send_header(k, v)
@@ -149,6 +166,7 @@ class FakeOpenAI:
             attempt = self.attempts[key]
             self.calls.append({"model": model, "scenario": scenario, "attempt": attempt, "messages": messages,
                                "authorization": headers.get("Authorization") or headers.get("authorization"),
+                               "user_agent": headers.get("User-Agent") or headers.get("user-agent"),
                                "temperature": body.get("temperature"), "max_tokens": body.get("max_tokens")})
         if self.latency:
             time.sleep(self.latency)
@@ -156,6 +174,9 @@ class FakeOpenAI:
         if scenario == "rate_limit_then_good" and attempt == 1:
             return 429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}, {"Retry-After": "1"}
         auth = str(headers.get("Authorization") or headers.get("authorization"))
+        if scenario == "unauthorized":
+            return 401, {"error": {"message": f"Incorrect API key provided: {auth}", "type": "invalid_request_error",
+                                   "code": "invalid_api_key"}}, {}
         if scenario == "echo_auth_error":
             return 400, {"error": {"message": f"Invalid header: Authorization: {auth}", "type": "invalid_request"}}, {}
         if scenario == "echo_auth":
