@@ -10,6 +10,7 @@ text is drawn with st.text and dataframes, never as markdown or HTML.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import streamlit as st
 from sqlmodel import Session
@@ -33,6 +34,9 @@ from pages.common import (
     show_item_detail,
     stop_on,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: how often a page showing older figures checks whether the current ones are ready
 REFRESH_EVERY = "1s"
@@ -134,6 +138,21 @@ elif note:
 if lookup.updating:
     rerun_when(lambda: not figures.figures_updating(key))
 
+
+
+def extra_table(name: str) -> pd.DataFrame | None:
+    """An extra table (its bootstrap takes seconds, so it is kept current on its own), with a note when it is older
+    than the figures above; None, with the reason shown, when it failed."""
+    seen = figures.extra_figures(eng, key, version, name)
+    if seen.figures is None:
+        st.error(markdown_literal(figures.failure_reason(seen.error)))
+        return None
+    extra_note = figures.freshness_note(seen)
+    if extra_note and (seen.error is not None or not note):  # the note above already says the page is updating
+        st.caption(markdown_literal(extra_note))
+    return seen.value
+
+
 if jury_run is not None and jury_run.recorded:
     st.warning(markdown_literal(displays.jury_run_note(jury_run)))
 else:
@@ -186,8 +205,8 @@ if computed.judges["judge"].ne("jury (mean)").any():
 else:
     st.caption("Per-judge agreement needs a jury run with several judges; this one has one (or recorded means).")
 
-subsets = computed.judge_subsets()
-if not subsets.empty:
+subsets = extra_table("judge_subsets")
+if subsets is not None and not subsets.empty:
     st.subheader("Which judges to trust")
     draw(figures.judge_subset_chart(subsets))
     st.dataframe(displays.subsets_display(subsets), hide_index=True)
@@ -195,7 +214,9 @@ if not subsets.empty:
                "ceiling: each clinician against the mean of the others (median, with their range as a band).")
 
 st.subheader("Skew-robust agreement")
-st.dataframe(displays.robust_display(displays.pooled_rows(computed.robust(), criterion)), hide_index=True)
+robust = extra_table("robust")
+if robust is not None:
+    st.dataframe(displays.robust_display(displays.pooled_rows(robust, criterion)), hide_index=True)
 st.caption("Scores crowd the top of the scale, where the ICC and kappa shrink although raters agree: Gwet's AC2 "
            "(quadratic weights) stays near the observed agreement. Both on scores rounded to the scale, with 95% "
            f"BCa bootstrap intervals over items; {criterion}, pooled.")

@@ -18,7 +18,8 @@ Pure functions (no Streamlit) shared by ``pages/agreement.py`` and the calibrati
   and the report's model figures (imported from there, not re-exported here).
 - :mod:`~medhelm_core.figures.cache`: the page's figures kept current without making it wait:
   :func:`agreement_figures` (current figures, or older ones marked stale while a background thread
-  computes the current ones), :func:`fresh_figures` (for exports), :func:`freshness_note`, over the
+  computes the current ones), :func:`extra_figures` (the bootstrap tables, kept current on their own),
+  :func:`fresh_figures` (for exports), :func:`freshness_note`, over the
   store of :mod:`~medhelm_core.figures.refresh`.
 """
 
@@ -31,6 +32,7 @@ from medhelm_core.figures.cache import (
     agreement_figures,
     compute_figures,
     criterion_views,
+    extra_figures,
     failure_reason,
     figures_updating,
     fresh_figures,
@@ -124,6 +126,7 @@ __all__ = [
     "display_comparison",
     "distribution_chart",
     "failure_reason",
+    "extra_figures",
     "figures_updating",
     "filter_long",
     "fresh_figures",

@@ -1,9 +1,11 @@
 """The Agreement page's figures for a study and a choice of filters, kept current without making the page wait.
 
-Two process-wide :class:`~medhelm_core.figures.refresh.RefreshStore` s hold what the page draws: the
+Three process-wide :class:`~medhelm_core.figures.refresh.RefreshStore` s hold what the page draws: the
 study's scores (:class:`~medhelm_core.figures.data.DashboardData`, per database, study and jury-run
-choice) and the figures computed from them (:class:`AgreementFigures`, per those and the protocol, benchmark
-and model filters), each with the :func:`~medhelm_core.frames.data_version` it was computed at.
+choice), the figures computed from them (:class:`AgreementFigures`, per those and the protocol, benchmark
+and model filters) and the extra tables whose bootstrap takes seconds (:func:`extra_figures`, refreshed on
+their own so that the headline figures never wait for them), each with the
+:func:`~medhelm_core.frames.data_version` it was computed at.
 
 A page run passes the current data version. Figures of that version are drawn as they are; older figures
 are drawn at once, with :func:`freshness_note` saying how old they are, while the current ones are computed
@@ -30,7 +32,7 @@ from medhelm_core.db.data_versions import scope_version
 from medhelm_core.db.models import Study
 from medhelm_core.errors import MedhelmError
 from medhelm_core.figures.data import DashboardData, load_dashboard_data
-from medhelm_core.figures.refresh import Lookup, RefreshStore
+from medhelm_core.figures.refresh import Lookup, RefreshStore, use_system_allocator
 from medhelm_core.figures.tables import (
     bland_altman,
     clinician_leniency,
@@ -116,6 +118,9 @@ class ScopeCache:
             self._keys.clear()
 
 
+# The stores below live as long as the app's process and hold tens of MB per study: freed memory must go back.
+use_system_allocator()
+
 #: the rows per figure key, table (the agreement table, the robust one, the judge subsets) and scope: as many
 #: figure keys as the figure store keeps
 SCOPE_CACHE = ScopeCache(max_keys=3 * 16)
@@ -123,6 +128,9 @@ SCOPE_CACHE = ScopeCache(max_keys=3 * 16)
 DATA_STORE: RefreshStore[DashboardData] = RefreshStore(max_keys=4, name="study scores")
 #: the figures per choice of filters (they share their study's scores)
 FIGURE_STORE: RefreshStore[AgreementFigures] = RefreshStore(max_keys=16, name="agreement figures")
+#: the extra tables (:data:`EXTRAS`) per choice of filters and table, each refreshed on its own: their bootstrap
+#: takes seconds, and the headline figures must not wait for it to be current
+EXTRA_STORE: RefreshStore[pd.DataFrame] = RefreshStore(max_keys=32, name="agreement extras")
 
 
 @dataclass(frozen=True)
@@ -177,7 +185,8 @@ class AgreementFigures:
     """Everything the Agreement page draws for one choice of filters, from one version of the study's scores.
 
     The agreement table and its headline and per-judge views are computed up front; the per-criterion views
-    on first use (and kept), since most criteria are never looked at.
+    and the extra tables on first use (and kept), since most criteria are never looked at. The page reads the
+    extra tables through :func:`extra_figures`, which keeps them current on their own.
     """
 
     data: DashboardData
@@ -219,12 +228,6 @@ class AgreementFigures:
 
     def _extra(self, name: str) -> pd.DataFrame:
         return self._once(self._extras, name, lambda: EXTRAS[name](self))
-
-    @property
-    def extras_viewed(self) -> tuple[str, ...]:
-        """The extra tables computed so far (the next version computes them up front)."""
-        with self._lock:
-            return tuple(self._extras)
 
     def views(self, criterion: str = COMPOSITE) -> CriterionViews:
         """The descriptive tables of ``criterion``, computed once."""
@@ -279,7 +282,6 @@ def compute_figures(
     benchmarks: Sequence[str] = (),
     models: Sequence[str] = (),
     criteria: Sequence[str] = (COMPOSITE,),
-    extras: Sequence[str] = (),
     scope_versions: Mapping[str, Hashable] | None = None,
     scope_rows: Callable[[str], ScopeRows] | None = None,
 ) -> AgreementFigures:
@@ -314,8 +316,6 @@ def compute_figures(
     )
     for criterion in criteria:
         figures.views(criterion)
-    for name in extras:
-        figures._extra(name)
     return figures
 
 
@@ -365,20 +365,43 @@ def fresh_figures(engine: Engine, key: FigureKey) -> AgreementFigures:
     return FIGURE_STORE.fresh(key, version, lambda: _compute(engine, key, version))
 
 
+def extra_figures(engine: Engine, key: FigureKey, version: Hashable, name: str) -> Lookup[pd.DataFrame]:
+    """The extra table ``name`` (one of :data:`EXTRAS`) for ``key`` at ``version``: current, or an older one while
+    the current one is computed in the background (from the current figures, which it waits for there); computed
+    here when there is none yet.
+
+    Examples
+    --------
+    >>> seen = extra_figures(engine, key, version, "robust")  # doctest: +SKIP
+    >>> seen.value, freshness_note(seen)  # doctest: +SKIP
+    """
+    if name not in EXTRAS:
+        raise ValueError(f"no extra table {name!r}; one of {', '.join(EXTRAS)}")
+
+    def compute() -> pd.DataFrame:
+        current = FIGURE_STORE.fresh(key, version, lambda: _compute(engine, key, version))
+        return current._extra(name)
+
+    return EXTRA_STORE.lookup((key, name), version, compute)
+
+
 def figures_updating(key: FigureKey) -> bool:
-    """True while newer figures for ``key`` are being computed."""
-    return FIGURE_STORE.updating(key)
+    """True while newer figures for ``key`` (or one of its extra tables) are being computed."""
+    return FIGURE_STORE.updating(key) or any(EXTRA_STORE.updating((key, name)) for name in EXTRAS)
 
 
 def retry_figures(key: FigureKey) -> None:
-    """Forget a failed update of ``key`` (and of its scores), so that the next page run tries again."""
+    """Forget a failed update of ``key`` (its scores, figures and extra tables), so that the next page run tries
+    again."""
     DATA_STORE.retry(key.data_key)
     FIGURE_STORE.retry(key)
+    for name in EXTRAS:
+        EXTRA_STORE.retry((key, name))
 
 
 def wait_for_updates(timeout: float | None = None) -> bool:
     """Wait until no background update is running (tests and benchmarks); False when ``timeout`` ran out."""
-    return FIGURE_STORE.wait_all(timeout) and DATA_STORE.wait_all(timeout)
+    return EXTRA_STORE.wait_all(timeout) and FIGURE_STORE.wait_all(timeout) and DATA_STORE.wait_all(timeout)
 
 
 def freshness_note(seen: Lookup[AgreementFigures]) -> str | None:
@@ -405,6 +428,5 @@ def _compute(engine: Engine, key: FigureKey, version: Hashable) -> AgreementFigu
     previous = FIGURE_STORE.latest(key)
     seen = previous.value if previous is not None and previous.value is not None else None
     criteria = seen.criteria_viewed if seen is not None else ()
-    extras = seen.extras_viewed if seen is not None else ()
-    return compute_figures(data, key.protocol, key.benchmarks, key.models, criteria or (COMPOSITE,), extras,
+    return compute_figures(data, key.protocol, key.benchmarks, key.models, criteria or (COMPOSITE,),
                            scope_versions(key, data, version), lambda table: SCOPE_CACHE.rows((key, table)))

@@ -25,6 +25,7 @@ from medhelm_core.figures import (
     RefreshStore,
     agreement_figures,
     data_version,
+    extra_figures,
     fresh_figures,
     freshness_note,
     wait_for_updates,
@@ -284,4 +285,32 @@ def test_the_report_uses_current_figures_while_the_page_shows_older_ones(small_s
     assert current is not old
     assert agreement_figures(engine, key, after).current
     assert not current.headline.equals(old.headline)
+    engine.dispose()
+
+
+def test_the_extra_tables_follow_on_their_own_and_never_hold_back_the_figures(small_study, monkeypatch):
+    engine = make_engine(small_study)
+    with Session(engine) as s:
+        study = get_study(s, STUDY)
+        before = data_version(s, study)
+    key = FigureKey.of(engine, study)
+    agreement_figures(engine, key, before)
+    old = extra_figures(engine, key, before, "robust")  # none yet: computed here
+    assert old.current and not old.value.empty
+
+    held = Computation("robust at the new version", hold=True)
+    monkeypatch.setitem(figures_module.EXTRAS, "robust", lambda figures: held())
+    rate(small_study, 5)
+    with Session(engine) as s:
+        after = data_version(s, study)
+    seen = extra_figures(engine, key, after, "robust")
+    assert seen.stale and seen.value is old.value and seen.updating
+    assert "have changed since" in freshness_note(seen)
+    assert held.started.wait(timeout=60)  # the table's update has begun: it waited for the current figures ...
+    assert agreement_figures(engine, key, after).current  # ... which are current while the table is still computed
+    assert figures_module.figures_updating(key)  # the page keeps polling until the table is done too
+    held.release.set()
+    assert wait_for_updates(timeout=60)
+    assert extra_figures(engine, key, after, "robust").value == "robust at the new version"
+    assert not figures_module.figures_updating(key)
     engine.dispose()
