@@ -28,10 +28,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from medhelm_core.agreement import COMPOSITE, POOLED
-from medhelm_core.db.data_versions import scope_version
+from medhelm_core.db.data_versions import WHOLE_STUDY, scope_version
 from medhelm_core.db.models import Study
 from medhelm_core.errors import MedhelmError
-from medhelm_core.figures.data import DashboardData, load_dashboard_data
+from medhelm_core.figures.data import DashboardData, load_dashboard_data, reload_dashboard_data
 from medhelm_core.figures.refresh import Lookup, RefreshStore, use_system_allocator
 from medhelm_core.figures.tables import (
     bland_altman,
@@ -333,15 +333,45 @@ def scope_versions(key: FigureKey, data: DashboardData, version: Hashable) -> di
     return out
 
 
-def _load_data(engine: Engine, key: FigureKey) -> DashboardData:
-    """:func:`load_dashboard_data` in a session of its own (what a background refresh runs)."""
+def _load_data(engine: Engine, key: FigureKey, version: Hashable) -> DashboardData:
+    """The study's scores at ``version`` or later, in a session of its own (what a background refresh runs): the
+    benchmarks whose counters changed since the kept scores read again (:func:`reload_dashboard_data`), or all of
+    them (:func:`load_dashboard_data`) when nothing is kept or the change concerns the whole study."""
+    previous = DATA_STORE.latest(key.data_key)
+    changed = changed_benchmarks(previous.version, version) if previous is not None else None
     with Session(engine) as session:
-        return load_dashboard_data(session, get_study_by_id(session, key.study_id), key.jury_run)
+        study = get_study_by_id(session, key.study_id)
+        if previous is None or previous.value is None or changed is None:
+            return load_dashboard_data(session, study, key.jury_run)
+        return reload_dashboard_data(session, study, previous.value, changed, key.jury_run)
+
+
+def changed_benchmarks(before: Hashable, after: Hashable) -> set[str] | None:
+    """The benchmarks whose counters differ between two :func:`~medhelm_core.frames.data_version` s; None when the
+    whole study's counter (or the study's settings, or a write not located) differs, or either is no data version.
+
+    Examples
+    --------
+    >>> old = (1, 60.0, (("*", 3, "t"), ("a", 5, "t"), ("b", 2, "t")))
+    >>> changed_benchmarks(old, (1, 60.0, (("*", 3, "t"), ("a", 6, "t"), ("b", 2, "t"))))
+    {'a'}
+    >>> changed_benchmarks(old, (1, 60.0, (("*", 4, "t"), ("a", 5, "t"), ("b", 2, "t")))) is None
+    True
+    """
+    if not all(isinstance(v, tuple) and len(v) == 3 and isinstance(v[2], tuple) for v in (before, after)):
+        return None
+    if before[:2] != after[:2]:  # type: ignore[index]
+        return None
+    differ = set(before[2]) ^ set(after[2])  # type: ignore[index]
+    scopes = {scope for scope, _, _ in differ}
+    if scopes & {WHOLE_STUDY, "?", "~"}:
+        return None
+    return scopes
 
 
 def study_data(engine: Engine, key: FigureKey, version: Hashable) -> Lookup[DashboardData]:
     """The study's scores for ``key`` at ``version``: current, or older ones while the current load runs."""
-    return DATA_STORE.lookup(key.data_key, version, lambda: _load_data(engine, key))
+    return DATA_STORE.lookup(key.data_key, version, lambda: _load_data(engine, key, version))
 
 
 def agreement_figures(engine: Engine, key: FigureKey, version: Hashable) -> Lookup[AgreementFigures]:
@@ -424,7 +454,7 @@ def failure_reason(error: BaseException) -> str:
 
 
 def _compute(engine: Engine, key: FigureKey, version: Hashable) -> AgreementFigures:
-    data = DATA_STORE.fresh(key.data_key, version, lambda: _load_data(engine, key))
+    data = DATA_STORE.fresh(key.data_key, version, lambda: _load_data(engine, key, version))
     previous = FIGURE_STORE.latest(key)
     seen = previous.value if previous is not None and previous.value is not None else None
     criteria = seen.criteria_viewed if seen is not None else ()

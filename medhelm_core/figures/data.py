@@ -13,9 +13,11 @@ trust").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from sqlmodel import Session
 
@@ -24,15 +26,16 @@ from medhelm_core.frames import (
     AGREEMENT_METRICS,
     LONG_COLUMNS,
     clinician_ratings_frame,
+    first_submissions_frame,
     item_identity_frame,
     judge_scores_frame,
     jury_long,
-    metric_raters,
     study_jury_run,
     without_items,
 )
+from medhelm_core.frames.metrics import chosen_metric_long, metric_score_rows, metric_settings, newest_stamps
 from medhelm_core.rating.gold import gold_item_ids
-from medhelm_core.rating.quality import first_rating_speed
+from medhelm_core.rating.quality import speed_of_first_submissions
 from medhelm_core.rating.quality_flags import SPEED_SUMMARY_COLUMNS
 from medhelm_core.rubric import RubricSpec, rubric_spec
 
@@ -75,6 +78,27 @@ class JuryRunInfo:
 
 
 @dataclass(frozen=True)
+class VerdictCounts:
+    """A benchmark's verdicts of the jury run: rows (one per verdict and criterion), failed ones, judges."""
+
+    rows: int
+    failed: int
+    judges: frozenset[str]
+
+
+@dataclass(frozen=True)
+class BenchmarkPart:
+    """What one benchmark adds to the study-wide figures of :class:`DashboardData` besides its rows of ``long``,
+    kept so that :func:`reload_dashboard_data` can read one benchmark again and recombine the rest."""
+
+    verdicts: VerdictCounts
+    #: per metric, (computed_at, settings_hash) of its newest score here (:func:`~medhelm_core.frames.newest_stamps`)
+    metric_stamps: dict[str, tuple[Any, str]]
+    #: the clinicians' first submissions of its items (the speed flags)
+    firsts: pd.DataFrame
+
+
+@dataclass(frozen=True)
 class DashboardData:
     """Everything the dashboard charts, for one study, jury run and data version (picklable, so cacheable)."""
 
@@ -90,6 +114,8 @@ class DashboardData:
     #: per clinician, first ratings faster than the study's threshold (rater_quality.speed_summary)
     speed: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(SPEED_SUMMARY_COLUMNS)),
                                 hash=False, compare=False)
+    #: per benchmark, what :func:`reload_dashboard_data` recombines
+    parts: dict[str, BenchmarkPart] = field(default_factory=dict, hash=False, compare=False, repr=False)
 
     @property
     def criteria(self) -> list[str]:
@@ -105,7 +131,7 @@ class DashboardData:
         return (min(c.scale_min for c in crits), max(c.scale_max for c in crits))
 
 
-def _run_info(run: JuryRun, verdicts: pd.DataFrame) -> JuryRunInfo:
+def _run_info(run: JuryRun, parts: Mapping[str, BenchmarkPart]) -> JuryRunInfo:
     config = dict(run.config or {})
     prompt_hash = config.get("prompt_template_hash")
     return JuryRunInfo(
@@ -113,9 +139,9 @@ def _run_info(run: JuryRun, verdicts: pd.DataFrame) -> JuryRunInfo:
         name=run.name,
         source=run.source,
         status=run.status,
-        judges=tuple(sorted(verdicts["judge"].unique())) if not verdicts.empty else (),
-        n_verdicts=len(verdicts),
-        n_failed=int((verdicts["status"] != VerdictStatus.ok).sum()) if not verdicts.empty else 0,
+        judges=tuple(sorted(_judges(parts))),
+        n_verdicts=sum(p.verdicts.rows for p in parts.values()),
+        n_failed=sum(p.verdicts.failed for p in parts.values()),
         config_hash=run.config_hash,
         prompt_hash=str(prompt_hash) if prompt_hash else None,
         config=config,
@@ -137,43 +163,153 @@ def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None 
     Returns
     -------
     DashboardData
-        ``long`` in the agreement contract (item ids as strings; gold items left out), ``items`` with the
-        identity of every item (no texts), the jury run's description, the metric settings used, the
-        number of gold items left out and each clinician's speed flags.
+        ``long`` in the agreement contract (item ids as strings; gold items left out; rows in benchmark, item,
+        rater kind, rater and criterion order, so that a reload of some benchmarks gives the same frame as a whole
+        load), ``items`` with the identity of every item (no texts), the jury run's description, the metric
+        settings used, the number of gold items left out and each clinician's speed flags.
 
     Examples
     --------
     >>> data = load_dashboard_data(session, study)  # doctest: +SKIP
     >>> data.long.groupby("rater_kind").size()  # doctest: +SKIP
     """
-    rubric = rubric_spec(session, study.rubric_id)
     identity = item_identity_frame(session, study)
-    items = identity.assign(item_id=identity["item_id"].astype(str))
-    clinicians = clinician_ratings_frame(session, study)
-    clinicians["item_id"] = clinicians["item_id"].astype(str)
-    parts = [clinicians]
-    info = None
     run = study_jury_run(session, study, jury_run_id, or_newest=True)
-    if run is not None:
-        judged = judge_scores_frame(session, run.id)
-        judged["item_id"] = judged["item_id"].astype(str)
-        info = _run_info(run, judged)
-        parts.append(jury_long(judged, items, judges=True)[LONG_COLUMNS])
-    metric_long, settings = metric_raters(session, study, items=identity)
-    parts.append(metric_long)
-    parts = [p for p in parts if not p.empty]
-    long = pd.concat(parts, ignore_index=True)[LONG_COLUMNS] if parts else pd.DataFrame(columns=LONG_COLUMNS)
-    long = long.astype({"item_id": str, "rater_id": str, "score": float})
-    gold = gold_item_ids(session, study)
-    long = without_items(long, gold)
+    parts, block, settings = _read_benchmarks(session, study, run, identity, None, {})
+    return _assemble(session, study, run, identity, parts, block, settings)
+
+
+def reload_dashboard_data(
+    session: Session, study: Study, previous: DashboardData, changed: Collection[str], jury_run_id: int | None = None
+) -> DashboardData:
+    """``previous`` with the scores of the ``changed`` benchmarks read again: what a new rating, verdict or metric
+    score calls for (the data-version counters say which benchmarks changed), at a fraction of a whole load.
+
+    Everything else is taken from ``previous``, which must be this study's and jury-run choice's. Falls back to a
+    whole :func:`load_dashboard_data` when the change reaches further: another jury run became the default, a
+    metric's newest settings variant changed, or the judges of the run are no longer the same. The result is
+    the frame a whole load gives, row for row.
+    """
+    run = study_jury_run(session, study, jury_run_id, or_newest=True)
+    known = set(previous.parts)
+    if (run.id if run else None) != (previous.jury_run.id if previous.jury_run else None) or not known:
+        return load_dashboard_data(session, study, jury_run_id)
+    identity = previous.items.assign(item_id=previous.items["item_id"].astype(int))
+    changed = sorted(set(changed) & known)
+    chosen = {m: s["settings_hash"] for m, s in previous.metric_settings.items()}
+    judges = frozenset(previous.jury_run.judges) if previous.jury_run else frozenset()
+    fresh, block, _ = _read_benchmarks(session, study, run, identity, changed, chosen, several_judges=len(judges) > 1)
+    parts = {b: p for b, p in previous.parts.items() if b not in fresh} | fresh
+    if _chosen_variants(parts) != chosen or _judges(parts) != judges:
+        return load_dashboard_data(session, study, jury_run_id)
+    kept = previous.long[~previous.long["benchmark"].isin(changed)]
+    long = pd.concat([kept, block], ignore_index=True)
+    order = np.argsort(pd.factorize(long["benchmark"], sort=True)[0], kind="stable")
+    long = long.take(order).reset_index(drop=True)
+    firsts = pd.concat([parts[b].firsts for b in sorted(parts)], ignore_index=True)
+    return replace(
+        previous,
+        long=long,
+        jury_run=_run_info(run, parts) if run is not None else None,
+        gold_items=len(gold_item_ids(session, study)),
+        speed=speed_of_first_submissions(firsts, study.speed_threshold_seconds),
+        parts=parts,
+    )
+
+
+def _read_benchmarks(
+    session: Session,
+    study: Study,
+    run: JuryRun | None,
+    identity: pd.DataFrame,
+    benchmarks: Sequence[str] | None,
+    chosen: dict[str, str],
+    several_judges: bool | None = None,
+) -> tuple[dict[str, BenchmarkPart], pd.DataFrame, dict[str, dict[str, Any]]]:
+    """The scores of ``benchmarks`` (None: all): their parts, their rows of the long table (sorted, gold items
+    left out, item ids as strings) and, on a whole read (``chosen`` empty), each metric's chosen variant."""
+    clinicians = clinician_ratings_frame(session, study, benchmarks=benchmarks)
+    judged = judge_scores_frame(session, run.id, benchmarks=benchmarks) if run is not None else None
+    metric_rows = metric_score_rows(session, study, benchmarks=benchmarks)
+    firsts = first_submissions_frame(session, study, benchmarks)
+    place = identity.set_index("item_id")["benchmark"]
+    names = sorted(identity["benchmark"].unique()) if benchmarks is None else list(benchmarks)
+    verdicts = judged.assign(benchmark=judged["item_id"].map(place)) if judged is not None else None
+    scored = metric_rows.assign(benchmark=metric_rows["item_id"].map(place))
+    parts = {
+        b: BenchmarkPart(
+            verdicts=_verdict_counts(verdicts[verdicts["benchmark"] == b] if verdicts is not None else None),
+            metric_stamps=newest_stamps(scored[scored["benchmark"] == b]),
+            firsts=firsts[firsts["benchmark"] == b].reset_index(drop=True),
+        )
+        for b in names
+    }
+    settings: dict[str, dict[str, Any]] = {}
+    if not chosen:
+        chosen = _chosen_variants(parts)
+        settings = metric_settings(session, chosen)
+    rows = [clinicians]
+    if judged is not None:
+        several = several_judges if several_judges is not None else len(_judges(parts)) > 1
+        rows.append(jury_long(judged, identity, judges=True, several_judges=several)[LONG_COLUMNS])
+    rows.append(chosen_metric_long(metric_rows, chosen, identity))
+    rows = [r for r in rows if not r.empty]
+    block = pd.concat(rows, ignore_index=True)[LONG_COLUMNS] if rows else pd.DataFrame(columns=LONG_COLUMNS)
+    block = without_items(block, gold_item_ids(session, study))
+    return parts, _sorted_long(block), settings
+
+
+def _sorted_long(long: pd.DataFrame) -> pd.DataFrame:
+    """``long`` in benchmark, item, rater kind, rater and criterion order (one row per such key), item ids as
+    strings: its order is a function of its content, so that a reload of some benchmarks gives the frame a whole
+    load gives, row for row (the figures' sums depend on the order to the last bit)."""
+    long = long.astype({"item_id": int, "score": float})
+    keys = [long["criterion"], long["rater_id"], long["rater_kind"], long["item_id"], long["benchmark"]]
+    order = np.lexsort([pd.factorize(k.astype(str) if k.dtype == object else k, sort=True)[0] for k in keys])
+    return long.take(order).reset_index(drop=True).astype({"item_id": str, "rater_id": str})
+
+
+def _assemble(
+    session: Session,
+    study: Study,
+    run: JuryRun | None,
+    identity: pd.DataFrame,
+    parts: dict[str, BenchmarkPart],
+    long: pd.DataFrame,
+    settings: dict[str, dict[str, Any]],
+) -> DashboardData:
+    firsts = pd.concat([parts[b].firsts for b in sorted(parts)], ignore_index=True) if parts else \
+        first_submissions_frame(session, study)
     return DashboardData(
         study_id=int(study.id),
         study_name=study.name,
-        rubric=rubric,
+        rubric=rubric_spec(session, study.rubric_id),
         long=long,
-        items=items,
-        jury_run=info,
+        items=identity.assign(item_id=identity["item_id"].astype(str)),
+        jury_run=_run_info(run, parts) if run is not None else None,
         metric_settings=settings,
-        gold_items=len(gold),
-        speed=first_rating_speed(session, study),
+        gold_items=len(gold_item_ids(session, study)),
+        speed=speed_of_first_submissions(firsts, study.speed_threshold_seconds),
+        parts=parts,
     )
+
+
+def _verdict_counts(verdicts: pd.DataFrame | None) -> VerdictCounts:
+    if verdicts is None or verdicts.empty:
+        return VerdictCounts(0, 0, frozenset())
+    return VerdictCounts(len(verdicts), int((verdicts["status"] != VerdictStatus.ok).sum()),
+                         frozenset(verdicts["judge"].unique()))
+
+
+def _judges(parts: Mapping[str, BenchmarkPart]) -> frozenset[str]:
+    return frozenset().union(*(p.verdicts.judges for p in parts.values()))
+
+
+def _chosen_variants(parts: Mapping[str, BenchmarkPart]) -> dict[str, str]:
+    """Each metric's newest settings variant over every benchmark (the largest of their stamps)."""
+    stamps: dict[str, tuple[Any, str]] = {}
+    for part in parts.values():
+        for metric, stamp in part.metric_stamps.items():
+            if metric not in stamps or stamp > stamps[metric]:
+                stamps[metric] = stamp
+    return {m: digest for m, (_, digest) in sorted(stamps.items())}

@@ -11,9 +11,15 @@ from medhelm_core.db.models import Item, Rating, RatingSubmission, Study, User
 from medhelm_core.frames.rows import LONG_COLUMNS, select_frame
 
 
-def clinician_ratings_frame(session: Session, study: Study, item_ids: Collection[int] | None = None) -> pd.DataFrame:
+def clinician_ratings_frame(
+    session: Session,
+    study: Study,
+    item_ids: Collection[int] | None = None,
+    benchmarks: Collection[str] | None = None,
+) -> pd.DataFrame:
     """Current clinician scores, one row per item, rater and criterion (the long contract, ``item_id`` an int);
-    with ``item_ids``, of those items only (the gold items, for rater quality)."""
+    with ``item_ids``, of those items only (the gold items, for rater quality); with ``benchmarks``, of those
+    benchmarks' items only (the dashboard's reload of what changed)."""
     statement = (
         select(Rating.item_id, User.username, Rating.criterion, Rating.score, Item.benchmark, Item.model)
         .join(Item, Item.id == Rating.item_id)
@@ -22,6 +28,8 @@ def clinician_ratings_frame(session: Session, study: Study, item_ids: Collection
     )
     if item_ids is not None:
         statement = statement.where(col(Rating.item_id).in_(list(item_ids)))
+    if benchmarks is not None:
+        statement = statement.where(col(Item.benchmark).in_(list(benchmarks)))
     frame = select_frame(session, statement, ["item_id", "rater_id", "criterion", "score", "benchmark", "model"])
     frame.insert(2, "rater_kind", "clinician")
     return frame[LONG_COLUMNS].astype({"score": float})
@@ -54,19 +62,23 @@ def rating_history_frame(session: Session, study: Study) -> pd.DataFrame:
     )
 
 
-def first_submissions_frame(session: Session, study: Study) -> pd.DataFrame:
+def first_submissions_frame(
+    session: Session, study: Study, benchmarks: Collection[str] | None = None
+) -> pd.DataFrame:
     """Every clinician's first submission of each item (ordinary or repeat), with what speed flags need:
-    ``rater_id``, ``item_id``, ``revision``, ``elapsed_seconds``, ``submitted_at`` (one light query: the
-    Agreement page asks for it on every recompute)."""
-    return select_frame(
-        session,
+    ``rater_id``, ``item_id``, ``revision``, ``elapsed_seconds``, ``submitted_at``, and the item's ``benchmark``
+    (one light query: the Agreement page asks for it on every recompute; with ``benchmarks``, of those only)."""
+    statement = (
         select(User.username, RatingSubmission.item_id, RatingSubmission.revision, RatingSubmission.elapsed_seconds,
-               RatingSubmission.submitted_at)
+               RatingSubmission.submitted_at, Item.benchmark)
         .join(Item, Item.id == RatingSubmission.item_id)
         .join(User, User.id == RatingSubmission.rater_id)
-        .where(Item.study_id == study.id, RatingSubmission.revision == 1),
-        ["rater_id", "item_id", "revision", "elapsed_seconds", "submitted_at"],
+        .where(Item.study_id == study.id, RatingSubmission.revision == 1)
     )
+    if benchmarks is not None:
+        statement = statement.where(col(Item.benchmark).in_(list(benchmarks)))
+    return select_frame(session, statement,
+                        ["rater_id", "item_id", "revision", "elapsed_seconds", "submitted_at", "benchmark"])
 
 
 def item_clinicians_frame(session: Session, item_id: int) -> pd.DataFrame:

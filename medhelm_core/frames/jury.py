@@ -14,11 +14,12 @@ samples themselves, for :func:`medhelm_core.agreement.bias.self_consistency`.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import pandas as pd
 from sqlalchemy import Text, type_coerce
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from medhelm_core.db.models import Item, JudgeVerdict, JuryRun, Study, VerdictStatus
 from medhelm_core.frames.items import item_identity_frame
@@ -34,7 +35,14 @@ MEAN_COLUMNS = ["item_id", "criterion", "score", "n_judges"]
 OK = VerdictStatus.ok.value
 
 
-def judge_scores_frame(session: Session, run_id: int, *, texts: bool = False, samples: bool = False) -> pd.DataFrame:
+def judge_scores_frame(
+    session: Session,
+    run_id: int,
+    *,
+    texts: bool = False,
+    samples: bool = False,
+    benchmarks: Collection[str] | None = None,
+) -> pd.DataFrame:
     """Each verdict of a run, one row per criterion: ``item_id`` (an int), ``judge``, ``status``,
     ``criterion``, ``score``.
 
@@ -44,7 +52,8 @@ def judge_scores_frame(session: Session, run_id: int, *, texts: bool = False, sa
     (:data:`VERDICT_COLUMNS`); without, only ids and scores are read (the dashboard's 60,000 verdicts).
 
     Repeated samples of a judge are averaged (:func:`mean_over_samples`); with ``samples`` every sample is a row
-    of its own, with a ``sample`` column (0 .. k-1).
+    of its own, with a ``sample`` column (0 .. k-1). With ``benchmarks`` (ids and scores only), the verdicts of
+    those benchmarks' items only.
 
     Examples
     --------
@@ -53,6 +62,9 @@ def judge_scores_frame(session: Session, run_id: int, *, texts: bool = False, sa
     """
     columns = [JudgeVerdict.item_id, JudgeVerdict.judge, JudgeVerdict.status, type_coerce(JudgeVerdict.scores, Text)]
     statement = select(*columns, JudgeVerdict.sample).where(JudgeVerdict.jury_run_id == run_id)
+    if benchmarks is not None and not texts:
+        statement = statement.join(Item, Item.id == JudgeVerdict.item_id).where(
+            col(Item.benchmark).in_(list(benchmarks)))
     if texts:
         statement = (
             select(*columns, type_coerce(JudgeVerdict.explanations, Text), JudgeVerdict.error,
@@ -160,12 +172,15 @@ def _means(ok: pd.DataFrame) -> pd.DataFrame:
     return means[MEAN_COLUMNS]
 
 
-def jury_long(scores: pd.DataFrame, items: pd.DataFrame, *, judges: bool = False) -> pd.DataFrame:
+def jury_long(
+    scores: pd.DataFrame, items: pd.DataFrame, *, judges: bool = False, several_judges: bool | None = None
+) -> pd.DataFrame:
     """The jury in the long contract (``rater_kind='jury'``, with ``n_judges``), placed by ``items``.
 
     ``items`` gives each ``item_id`` its ``benchmark`` and ``model`` (ids of the same type as in
     ``scores``). With ``judges``, and when the run has several judges, each judge is added as a rater of
-    kind ``judge`` (for "which judge to trust"); its rows have no ``n_judges``.
+    kind ``judge`` (for "which judge to trust"); its rows have no ``n_judges``. ``several_judges`` says whether
+    the run has several (default: told from ``scores``, which must then be the whole run's).
     """
     ok = surviving(scores)
     if ok.empty:
@@ -178,7 +193,9 @@ def jury_long(scores: pd.DataFrame, items: pd.DataFrame, *, judges: bool = False
         rater_id="jury",
         rater_kind="jury",
     )[[*LONG_COLUMNS, "n_judges"]]
-    if not judges or ok["judge"].nunique() < 2:
+    if several_judges is None:
+        several_judges = ok["judge"].nunique() >= 2
+    if not judges or not several_judges:
         return jury
     placed = ok.merge(items[["item_id", "benchmark", "model"]], on="item_id", how="inner")
     each = placed.rename(columns={"judge": "rater_id"}).assign(rater_kind="judge")[LONG_COLUMNS]

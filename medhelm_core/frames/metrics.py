@@ -8,6 +8,7 @@ read the metrics through it.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import pandas as pd
@@ -36,34 +37,83 @@ def newest_variants(scores: pd.DataFrame) -> pd.Series:
     >>> newest_variants(scores).to_dict()
     {'rougeL_f': 'stem'}
     """
-    return scores.sort_values("computed_at").groupby("metric")["settings_hash"].last()
+    return pd.Series({m: digest for m, (_, digest) in newest_stamps(scores).items()}, dtype=object)
+
+
+def newest_stamps(scores: pd.DataFrame) -> dict[str, tuple[Any, str]]:
+    """Per metric, ``(computed_at, settings_hash)`` of its newest score (a tie in time goes to the larger hash).
+
+    The newest of several sets of scores is the largest of their stamps, so the dashboard keeps one per
+    benchmark and, when one benchmark's scores change, finds the variant :func:`newest_variants` would pick over
+    the whole study without reading the others again.
+    """
+    if scores.empty:
+        return {}
+    last = scores.sort_values(["computed_at", "settings_hash"], kind="stable").groupby("metric").last()
+    return {str(m): (at, str(digest)) for m, at, digest in
+            zip(last.index, last["computed_at"], last["settings_hash"], strict=True)}
+
+
+def metric_score_rows(
+    session: Session,
+    study: Study,
+    metrics: tuple[str, ...] = AGREEMENT_METRICS,
+    benchmarks: Collection[str] | None = None,
+) -> pd.DataFrame:
+    """Every stored score of ``metrics`` (each settings variant), ids and values only: ``item_id``, ``metric``,
+    ``value``, ``settings_hash``, ``computed_at``; with ``benchmarks``, of those benchmarks' items only."""
+    # Each score is placed (benchmark, model) from the item identities later, which is cheaper than reading the
+    # same two strings again for each of 40,000 scores.
+    statement = (
+        select(MetricScore.item_id, MetricScore.metric, MetricScore.value, MetricScore.settings_hash,
+               MetricScore.computed_at)
+        .join(Item, Item.id == MetricScore.item_id)
+        .where(Item.study_id == study.id, col(MetricScore.metric).in_(list(metrics)))
+    )
+    if benchmarks is not None:
+        statement = statement.where(col(Item.benchmark).in_(list(benchmarks)))
+    return select_frame(session, statement, ["item_id", "metric", "value", "settings_hash", "computed_at"])
+
+
+def chosen_metric_long(scores: pd.DataFrame, chosen: Mapping[str, str], identity: pd.DataFrame) -> pd.DataFrame:
+    """The scores (:func:`metric_score_rows`) of each metric's ``chosen`` settings variant as raters, in the long
+    contract, placed (benchmark, model) by ``identity`` (an :func:`~medhelm_core.frames.items.item_identity_frame`)."""
+    if scores.empty:
+        return pd.DataFrame(columns=LONG_COLUMNS)
+    picked = scores[scores["settings_hash"] == scores["metric"].map(dict(chosen))]
+    placed = identity.set_index("item_id")
+    long = picked.rename(columns={"metric": "rater_id", "value": "score"}).assign(
+        rater_kind="metric",
+        criterion="composite",
+        benchmark=picked["item_id"].map(placed["benchmark"]),
+        model=picked["item_id"].map(placed["model"]),
+    )
+    return long[LONG_COLUMNS].reset_index(drop=True)
+
+
+def metric_settings(session: Session, chosen: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """Per metric, its chosen variant's ``settings_hash`` and ``settings`` (what the dashboard and the report's
+    manifest name)."""
+    out: dict[str, dict[str, Any]] = {}
+    for metric, digest in chosen.items():
+        settings = session.exec(
+            select(MetricScore.settings)
+            .where(MetricScore.metric == metric, MetricScore.settings_hash == digest)
+            .limit(1)  # without it, every row's settings are fetched and decoded to keep the first
+        ).first()
+        out[str(metric)] = {"settings_hash": digest, "settings": dict(settings or {})}
+    return out
 
 
 def _newest_scores(
     session: Session, study: Study, metrics: tuple[str, ...], items: pd.DataFrame | None
 ) -> tuple[pd.DataFrame, pd.Series]:
-    # Ids and values only; each score is placed (benchmark, model) from the item identities, which is
-    # cheaper than reading the same two strings again for each of 40,000 scores.
-    scores = select_frame(
-        session,
-        select(MetricScore.item_id, MetricScore.metric, MetricScore.value, MetricScore.settings_hash,
-               MetricScore.computed_at)
-        .join(Item, Item.id == MetricScore.item_id)
-        .where(Item.study_id == study.id, col(MetricScore.metric).in_(list(metrics))),
-        ["item_id", "metric", "value", "settings_hash", "computed_at"],
-    )
+    scores = metric_score_rows(session, study, metrics)
     if scores.empty:
         return pd.DataFrame(columns=LONG_COLUMNS), pd.Series(dtype=object)
     latest = newest_variants(scores)
-    picked = scores[scores["settings_hash"] == scores["metric"].map(latest)]
-    identity = (items if items is not None else item_identity_frame(session, study)).set_index("item_id")
-    long = picked.rename(columns={"metric": "rater_id", "value": "score"}).assign(
-        rater_kind="metric",
-        criterion="composite",
-        benchmark=picked["item_id"].map(identity["benchmark"]),
-        model=picked["item_id"].map(identity["model"]),
-    )
-    return long[LONG_COLUMNS].reset_index(drop=True), latest
+    identity = items if items is not None else item_identity_frame(session, study)
+    return chosen_metric_long(scores, latest, identity), latest
 
 
 def metrics_long_frame(session: Session, study: Study, metrics: tuple[str, ...] = AGREEMENT_METRICS) -> pd.DataFrame:
@@ -85,15 +135,7 @@ def metric_raters(
     caller has it already.
     """
     long, latest = _newest_scores(session, study, metrics, items)
-    chosen: dict[str, dict[str, Any]] = {}
-    for metric, digest in latest.items():
-        settings = session.exec(
-            select(MetricScore.settings)
-            .where(MetricScore.metric == metric, MetricScore.settings_hash == digest)
-            .limit(1)  # without it, every row's settings are fetched and decoded to keep the first
-        ).first()
-        chosen[str(metric)] = {"settings_hash": digest, "settings": dict(settings or {})}
-    return long, chosen
+    return long, metric_settings(session, latest.to_dict())
 
 
 def metric_scores_frame(session: Session, study: Study) -> pd.DataFrame:

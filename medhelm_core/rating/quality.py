@@ -57,10 +57,16 @@ def first_rating_speed(session: Session, study: Study) -> pd.DataFrame:
     """Per clinician, how many first ratings (ordinary or repeat) were faster than the study's speed threshold
     (:func:`~medhelm_core.rating.quality_flags.speed_summary` of first submissions, read with one light query: the
     Agreement page asks for it on every recompute)."""
-    history = first_submissions_frame(session, study)[list(HISTORY_COLUMNS)]
+    return speed_of_first_submissions(first_submissions_frame(session, study), study.speed_threshold_seconds)
+
+
+def speed_of_first_submissions(firsts: pd.DataFrame, threshold_seconds: float) -> pd.DataFrame:
+    """:func:`~medhelm_core.rating.quality_flags.speed_summary` of a
+    :func:`~medhelm_core.frames.first_submissions_frame` (in any row order: the summary does not depend on it)."""
+    history = firsts[list(HISTORY_COLUMNS)]
     if history.empty:
         return pd.DataFrame(columns=list(SPEED_SUMMARY_COLUMNS))
-    return speed_summary(history, study.speed_threshold_seconds)
+    return speed_summary(history, threshold_seconds)
 
 
 def study_rater_quality(session: Session, study: Study) -> RaterQuality:
