@@ -169,7 +169,9 @@ def shared_ids(ids: pd.Index | pd.Series | Sequence[str]) -> NDArray[np.object_]
     every time ids were read back from pandas' Arrow strings: 100 MB of copies of the same ids for one
     20,000-item study. Interned, every tuple points at one string per id.
     """
-    return np.array([sys.intern(i) if type(i) is str else i for i in ids] + [None], dtype=object)[:-1]
+    # Arrow-backed ids are turned into Python strings in one call: iterating them one by one cost 60 ms at 20,000.
+    values = ids.to_numpy(dtype=object) if isinstance(ids, pd.Index | pd.Series) else ids
+    return np.array([sys.intern(i) if type(i) is str else i for i in values] + [None], dtype=object)[:-1]
 
 
 def _first(values: pd.Series | pd.Index, limit: int = 3) -> str:

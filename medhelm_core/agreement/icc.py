@@ -54,15 +54,15 @@ def weighted_sums_of_squares(x: Float, weights: Float) -> dict[str, Float]:
     ----------
     x : ndarray of shape (n, k)
         Complete items x raters matrix.
-    weights : ndarray of shape (B, n)
+    weights : ndarray or scipy.sparse matrix of shape (B, n)
         How many times each item enters each of the B data sets (bootstrap counts, jackknife 0/1 masks,
-        or a single row of ones); every row must sum to the same number of items.
+        a single row of ones, or 0/1 rows picking B disjoint blocks of ``x``, each its own data set).
 
     Returns
     -------
     dict of ndarray of shape (B,)
-        ``ssr`` (items), ``ssc`` (raters), ``sse`` (residual), ``sst`` (total), and the scalars ``n``
-        (items per data set) and ``k`` (raters).
+        ``ssr`` (items), ``ssc`` (raters), ``sse`` (residual), ``sst`` (total), ``n`` (items per data set: a
+        scalar when every row sums to the same, else one per row) and the scalar ``k`` (raters).
 
     Examples
     --------
@@ -74,7 +74,8 @@ def weighted_sums_of_squares(x: Float, weights: Float) -> dict[str, Float]:
     8.333333
     """
     k = x.shape[1]
-    n = float(weights[0].sum())
+    sizes = np.asarray(weights.sum(axis=1), dtype=float).ravel()
+    n = np.float64(sizes[0]) if (sizes == sizes[0]).all() else sizes
     # Centring keeps the raw-moment formulas below free of cancellation error.
     xc = x - x.mean()
     row_sum = xc.sum(axis=1)
@@ -82,10 +83,10 @@ def weighted_sums_of_squares(x: Float, weights: Float) -> dict[str, Float]:
     correction = total**2 / (n * k)
     sst = weights @ (xc**2).sum(axis=1) - correction
     ssr = weights @ row_sum**2 / k - correction
-    ssc = ((weights @ xc) ** 2).sum(axis=1) / n - correction
+    ssc = (np.asarray(weights @ xc) ** 2).sum(axis=1) / n - correction
     # Perfect agreement leaves a residual of +-1e-16; a negative sum of squares would push ICC above 1.
     sse = np.maximum(sst - ssr - ssc, 0.0)
-    return {"ssr": ssr, "ssc": ssc, "sse": sse, "sst": sst, "n": np.float64(n), "k": np.float64(k)}
+    return {"ssr": ssr, "ssc": ssc, "sse": sse, "sst": sst, "n": n, "k": np.float64(k)}
 
 
 def icc_from_sums_of_squares(ss: dict[str, Float]) -> dict[str, Float]:
@@ -335,7 +336,8 @@ def f_intervals(ss: dict[str, Float], confidence: float = 0.95) -> dict[str, tup
     Parameters
     ----------
     ss : dict
-        As returned by :func:`sums_of_squares_batch` or :func:`weighted_sums_of_squares`.
+        As returned by :func:`sums_of_squares_batch` or :func:`weighted_sums_of_squares` (whose data sets may
+        differ in size).
     confidence : float
         Confidence level.
 
@@ -354,7 +356,8 @@ def f_intervals(ss: dict[str, Float], confidence: float = 0.95) -> dict[str, tup
     True
     """
     res = icc_from_sums_of_squares(ss)
-    return _f_intervals(res, {t: res[t] for t in ICC_TYPES}, int(ss["n"]), int(ss["k"]), confidence)
+    n = int(ss["n"]) if np.ndim(ss["n"]) == 0 else ss["n"]
+    return _f_intervals(res, {t: res[t] for t in ICC_TYPES}, n, int(ss["k"]), confidence)
 
 
 def icc_matrix(x: ArrayLike, confidence: float = 0.95) -> pd.DataFrame:

@@ -168,3 +168,49 @@ def test_incomplete_designs_validate_their_input() -> None:
         icc1_unbalanced(pd.DataFrame({"item_id": ["a"], "score": [1.0]}))
     with pytest.raises(AgreementInputError, match="rater_kind"):
         leave_one_clinician_out(clinician_long().drop(columns="rater_kind"), "accuracy")
+
+
+@pytest.mark.parametrize("standardize", [True, False])
+def test_every_clinician_against_the_others_equals_pingouin_and_scipy_pair_by_pair(standardize: bool) -> None:
+    # Twelve clinicians, 2 or 3 per item, 1-5 scores with many ties; c00 always gives 3 (constant), c01 rates
+    # only two shared items. The batched figures must equal each pair computed on its own.
+    rng = np.random.default_rng(7)
+    rows = []
+    for i in range(150):
+        truth = rng.uniform(1, 5)
+        for c in rng.choice(12, size=rng.integers(2, 4), replace=False):
+            if c == 1 and i > 1:
+                continue
+            score = 3.0 if c == 0 else float(np.clip(round(truth + rng.normal(0, 0.8)), 1, 5))
+            rows.append((f"i{i:03d}", f"c{c:02d}", score))
+    long = pd.DataFrame(rows, columns=["item_id", "rater_id", "score"]).assign(
+        rater_kind="clinician", criterion="accuracy", benchmark="b")
+    out = leave_one_clinician_out(long, "accuracy", standardize=standardize).set_index("clinician")
+    wide = long.pivot(index="item_id", columns="rater_id", values="score")
+    for rater, row in out.iterrows():
+        shared = wide[rater].notna() & (wide.notna().sum(axis=1) > 1)
+        own = wide.loc[shared, rater].to_numpy()
+        rest = wide.loc[shared].drop(columns=rater).mean(axis=1).to_numpy()
+        assert row["items_used"] == tuple(sorted(wide.index[shared])) and row["n_items"] == own.size
+        if own.size < 3:
+            assert np.isnan(row["icc3k"]) and "fewer than 3" in row["note"]
+            continue
+        if np.ptp(own) == 0:  # c00: no correlation; z-scores undefined
+            assert np.isnan(row["pearson_r"]) and np.isnan(row["spearman_rho"])
+            if standardize:
+                assert np.isnan(row["icc3k"]) and row["note"] == "constant scores on the shared items"
+                continue
+        else:
+            assert row["pearson_r"] == pytest.approx(stats.pearsonr(own, rest).statistic, abs=1e-12)
+            assert row["spearman_rho"] == pytest.approx(stats.spearmanr(own, rest).statistic, abs=1e-12)
+        a, b = (zscore_within(own), zscore_within(rest)) if standardize else (own, rest)
+        pair = pd.DataFrame({"item": np.tile(np.arange(own.size), 2), "rater": np.repeat(["x", "y"], own.size),
+                             "score": np.concatenate([a, b])})
+        ref = pg.intraclass_corr(pair, targets="item", raters="rater", ratings="score")
+        ref = ref.assign(Type=ref["Type"].map(PINGOUIN_NAMES)).set_index("Type")
+        assert row["icc3k"] == pytest.approx(ref.loc["ICC3k", "ICC"], abs=1e-9)
+        ci = ref.loc["ICC3k", "CI95" if "CI95" in ref.columns else "CI95%"]  # pingouin rounds it to 2 places
+        assert [row["ci_low"], row["ci_high"]] == pytest.approx(list(ci), abs=0.006)
+        one = icc_matrix(np.column_stack([a, b])).set_index("type").loc["ICC3k"]  # the pair on its own
+        assert [row["ci_low"], row["ci_high"]] == pytest.approx([one["ci_low"], one["ci_high"]], abs=1e-9)
+    assert out["icc3k"].notna().sum() >= 9
