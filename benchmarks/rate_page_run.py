@@ -33,7 +33,7 @@ def page_run(engine: Engine, token: str, state: dict, rubrics: dict[int, RubricS
         if study.rubric_id not in rubrics:
             rubrics[study.rubric_id] = rq.study_rubric(s, study)
         view = rq.rate_view(s, who, study, state.get("position"), revising=bool(state.get("revising")),
-                            waiting=chosen.waiting)
+                            counts=chosen)
     state["position"], state["study_id"] = view.index, study.id
     if not view.all_done:
         state.pop("revising", None)

@@ -4,13 +4,14 @@
 "Page run" is what pages/rate.py does on every run, through the same functions (benchmarks/rate_page_run.py):
 the session check (:func:`pages.common.admit`, which reads the session and the account, in its own transaction,
 and marks the session as seen once a minute), the clinician's progress over their studies (with the open count),
-the study, and :func:`~medhelm_core.rating.queue.rate_view` (queue length, the place shown, its entry and item
-with the clinician's own rating); the rubric is kept per session, as the page keeps it. Two baselines run the
-same reads on the same database:
+the study, and :func:`~medhelm_core.rating.queue.rate_view` (the place shown, its entry and item with the
+clinician's own rating and skip, in one statement; the queue's length and open count come from the progress);
+the rubric is kept per session, as the page keeps it. Two baselines run the same reads on the same database:
 
 - **minimal SQL**: hand-written SQL for exactly those reads (the session check and its update when due, the
-  progress counts, the study row, the queue length, the entry by OFFSET/LIMIT 1, the item, the latest
-  submission and the skip) on one connection, no ORM: what a page that reads only what it shows costs at least;
+  progress counts, the study row, the entry by OFFSET/LIMIT 1, the item, the latest submission and the skip),
+  each a statement of its own, no ORM: what a page that reads only what it shows costs at least, one query per
+  thing read;
 - **whole queue**: the former page run, which read the clinician's whole queue
   (:func:`~medhelm_core.rating.queue.queue`).
 
@@ -19,7 +20,7 @@ same reads on the same database:
 clinician, in a process of their own, submits ratings in a small study of their own: the longest of those
 submissions is how long a clinician waited for the assignment.
 
-    .venv/bin/python benchmarks/rating.py [--sizes 2000,20000,100000] [--database-url URL] [--json]
+    .venv/bin/python benchmarks/rating.py [--sizes 2000,20000,100000] [--prerated 0.5] [--database-url URL] [--json]
 
 Without --database-url each size gets a fresh SQLite file; with one (PostgreSQL), the database must be empty or
 disposable: the script adds studies named ``bench-<random>``, and runs VACUUM ANALYZE after the assignment (what
@@ -40,7 +41,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import DateTime, insert, text
+from sqlalchemy import DateTime, bindparam, insert, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -65,9 +66,10 @@ PASSWORD = "bench-clinician-password-1"
 CRITERIA = ("accuracy", "completeness", "clarity")
 
 
-def seed(engine: Engine, n_items: int, n_clinicians: int, signed_in: int) -> dict:
+def seed(engine: Engine, n_items: int, n_clinicians: int, signed_in: int, prerated: float = 0.0) -> dict:
     """A study of ``n_items`` items and ``n_clinicians`` clinicians, assigned with overlap 2 (timed, with a
-    clinician submitting meanwhile); the first ``signed_in`` clinicians signed in."""
+    clinician submitting meanwhile); the first ``signed_in`` clinicians signed in; each clinician's first
+    ``prerated`` share of their queue submitted (:func:`prerate`)."""
     tag = uuid.uuid4().hex[:8]
     digest = hash_password(PASSWORD)  # once: argon2 takes most of a second
     body = "The patient asks about their medication and its side effects. " * 20
@@ -97,6 +99,7 @@ def seed(engine: Engine, n_items: int, n_clinicians: int, signed_in: int) -> dic
     plan = assign_in_steps(engine, study_id, overlap=2, usernames=names, actor="bench")
     assign_seconds = time.perf_counter() - began
     waited = waits()
+    prerate(engine, study_id, prerated)
     tokens = []
     for name in names[:signed_in]:
         tokens.append(auth.sign_in(engine, name, PASSWORD).token)
@@ -106,6 +109,24 @@ def seed(engine: Engine, n_items: int, n_clinicians: int, signed_in: int) -> dic
     return {"study_id": study_id, "tokens": tokens, "assigned": len(plan.new),
             "assign_s": round(assign_seconds, 2), "submissions_during_assignment": len(waited),
             "longest_submission_during_assignment_ms": round(max(waited, default=0) * 1000, 1)}
+
+
+PRERATE = text(
+    "INSERT INTO ratingsubmission (item_id, rater_id, revision, scores, comment, retest, submitted_at) "
+    "SELECT item_id, user_id, 1, '{\"accuracy\": 3}', '', retest, :now FROM (SELECT item_id, user_id, retest, "
+    "row_number() OVER (PARTITION BY user_id ORDER BY position, id) AS rank, count(*) OVER (PARTITION BY user_id) "
+    "AS length FROM assignment WHERE study_id = :s) AS q WHERE rank <= :share * length"
+).bindparams(bindparam("now", type_=DateTime(timezone=True)))
+
+
+def prerate(engine: Engine, study_id: int, share: float) -> None:
+    """A study part way through: each clinician's first ``share`` of their queue, in their order, submitted (one
+    bulk insert of the submission rows the Rate page reads; the per-criterion rows are not needed for it). With
+    no submissions, an EXISTS over them is free whatever its plan: half-way is where a plan that reads every
+    clinician's submissions, or probes each handled item, shows."""
+    if share > 0:
+        with engine.begin() as c:
+            c.execute(PRERATE, {"s": study_id, "share": share, "now": utcnow()})
 
 
 def _rate_meanwhile(engine: Engine, who: Principal, study_id: int):  # noqa: ANN202 - a function to stop it
@@ -166,19 +187,15 @@ MINIMAL = {
     "session": "SELECT s.id, s.revoked, s.expires_at, s.last_seen_at, u.id, u.username, u.display_name, u.role, "
                "u.is_active FROM authsession s JOIN \"user\" u ON u.id = s.user_id WHERE s.token_hash = :h",
     "seen": "UPDATE authsession SET last_seen_at = :now WHERE id = :id",  # when a minute old, as the page
-    "progress": "SELECT st.id, st.name, st.title, count(*), sum(f.rated), sum(f.skipped), "
-                "sum(CASE WHEN f.rated + f.skipped = 0 THEN 1 ELSE 0 END) FROM (SELECT a.study_id, "
-                "CAST(EXISTS (SELECT 1 FROM ratingsubmission r WHERE r.rater_id = a.user_id AND "
-                "r.item_id = a.item_id AND r.retest = a.retest) AS INTEGER) AS rated, "
-                "CAST(EXISTS (SELECT 1 FROM ratingskip k WHERE k.rater_id = a.user_id AND "
-                "k.item_id = a.item_id AND k.retest = a.retest) AS INTEGER) AS skipped "
-                "FROM assignment a WHERE a.user_id = :u) f JOIN study st ON st.id = f.study_id "
-                "GROUP BY st.id, st.name, st.title ORDER BY st.name",
+    "progress": "SELECT st.id, st.name, st.title, count(*), count(r.item_id), count(k.item_id), "
+                "sum(CASE WHEN r.item_id IS NULL AND k.item_id IS NULL THEN 1 ELSE 0 END) FROM assignment a "
+                "JOIN study st ON st.id = a.study_id LEFT JOIN (SELECT DISTINCT item_id, retest FROM "
+                "ratingsubmission WHERE rater_id = :u) r ON r.item_id = a.item_id AND r.retest = a.retest "
+                "LEFT JOIN ratingskip k ON k.rater_id = :u AND k.item_id = a.item_id AND k.retest = a.retest "
+                "WHERE a.user_id = :u GROUP BY st.id, st.name, st.title ORDER BY st.name",
     "study": "SELECT * FROM study WHERE id = :s",
-    "length": "SELECT count(*) FROM assignment WHERE user_id = :u AND study_id = :s",
-    "entry": "SELECT a.item_id, a.retest, EXISTS (SELECT 1 FROM ratingsubmission r WHERE r.rater_id = a.user_id "
-             "AND r.item_id = a.item_id AND r.retest = a.retest) FROM assignment a WHERE a.user_id = :u AND "
-             "a.study_id = :s ORDER BY a.position, a.id LIMIT 1 OFFSET :i",
+    "entry": "SELECT a.item_id, a.retest FROM assignment a WHERE a.user_id = :u AND a.study_id = :s "
+             "ORDER BY a.position, a.id LIMIT 1 OFFSET :i",
     "item": "SELECT id, benchmark, input_text, output_text, reference_text, meta FROM item WHERE id = :i",
     "latest": "SELECT scores, comment, flag, revision FROM ratingsubmission WHERE item_id = :i AND rater_id = :u "
               "AND retest = :r ORDER BY revision DESC LIMIT 1",
@@ -200,8 +217,7 @@ def minimal_run(engine: Engine, token: str, state: dict) -> int:
     with engine.connect() as c:
         study_id = c.execute(text(MINIMAL["progress"]), {"u": user_id}).all()[0][0]
         c.execute(text(MINIMAL["study"]), {"s": study_id}).one()
-        c.execute(text(MINIMAL["length"]), {"u": user_id, "s": study_id}).one()
-        item_id, retest, _ = c.execute(text(MINIMAL["entry"]),
+        item_id, retest = c.execute(text(MINIMAL["entry"]),
                                        {"u": user_id, "s": study_id, "i": state.get("position", 0)}).one()
         c.execute(text(MINIMAL["item"]), {"i": item_id}).one()
         c.execute(text(MINIMAL["latest"]), {"i": item_id, "u": user_id, "r": retest}).first()
@@ -224,10 +240,10 @@ def summary(samples: list[float]) -> dict[str, float]:
             "n": len(ms)}
 
 
-def measure(engine: Engine, n_items: int, n_clinicians: int, rounds: int, signed_in: int) -> dict:
+def measure(engine: Engine, n_items: int, n_clinicians: int, rounds: int, signed_in: int, prerated: float) -> dict:
     """Seed one study and time, round after round over the signed-in clinicians: a page run, each baseline's run
     of the same reads, then a saved rating (so the queues fill up as they would)."""
-    seeded = seed(engine, n_items, n_clinicians, signed_in)
+    seeded = seed(engine, n_items, n_clinicians, signed_in, prerated)
     study_id, tokens = seeded["study_id"], seeded["tokens"]
     rng = random.Random(0)
     runs: dict[str, list[float]] = {"page_run": [], "minimal_sql": [], "whole_queue": [], "save_rating": []}
@@ -250,7 +266,7 @@ def measure(engine: Engine, n_items: int, n_clinicians: int, rounds: int, signed
         save(engine, who, study_id, item_id, rng)
         runs["save_rating"].append(time.perf_counter() - began)
         move_on(engine, who, state)
-    result = {"items": n_items, "clinicians": n_clinicians, "assignments": seeded["assigned"],
+    result = {"items": n_items, "clinicians": n_clinicians, "prerated": prerated, "assignments": seeded["assigned"],
               "assign_s": seeded["assign_s"],
               "submissions_during_assignment": seeded["submissions_during_assignment"],
               "longest_submission_during_assignment_ms": seeded["longest_submission_during_assignment_ms"]}
@@ -264,6 +280,8 @@ def main() -> None:
     parser.add_argument("--clinicians", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--signed-in", type=int, default=5, help="clinicians taking turns in the timed rounds")
+    parser.add_argument("--prerated", type=float, default=0.5,
+                        help="share of each clinician's queue submitted before the timed rounds (0 to 1)")
     parser.add_argument("--database-url", default=None, help="default: a fresh SQLite file per size")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -273,11 +291,12 @@ def main() -> None:
         engine = make_engine(url)
         upgrade_database(engine)
         results.append({"database": engine.url.get_backend_name(),
-                        **measure(engine, size, args.clinicians, args.rounds, args.signed_in)})
+                        **measure(engine, size, args.clinicians, args.rounds, args.signed_in, args.prerated)})
         engine.dispose()
         if not args.json:
             r = results[-1]
             print(f"{r['database']}: {size} items, {args.clinicians} clinicians, {r['assignments']} assignments "
+                  f"({args.prerated:.0%} rated beforehand) "
                   f"in {r['assign_s']} s (a clinician's longest submission meanwhile: "
                   f"{r['longest_submission_during_assignment_ms']} ms of {r['submissions_during_assignment']})")
             for name in ("page_run", "minimal_sql", "whole_queue", "save_rating"):

@@ -52,48 +52,47 @@ STYLE = """<style>
 who = require_page("rate")
 st.html(STYLE)
 
+# One session for the page's reads (a round trip to open one counts at 100,000 items): the progress over the
+# clinician's studies, then, in the study chosen, only what the page shows: the place in the queue and its item
+# (never the whole queue); the place resumes at the first open item on a first visit or when the queue got shorter.
 with Session(engine()) as session:
     studies = rq.progress(session, who)
-if not studies:
-    st.title("Rate")
-    st.info("No items are assigned to you yet. A researcher will assign items to your account.")
-    st.stop()
-
-# The choice is kept by study id, and the labels never change while rating (no counts in them): a label that
-# changed on every submit sent the selectbox back to its first study.
-by_id = {p.study_id: p for p in studies}
-titles = {p.study_id: p.title or p.name for p in studies}
-if len(set(titles.values())) < len(titles):
-    titles = {p.study_id: f"{p.title or p.name} ({p.name})" for p in studies}
-if st.session_state.get("rate_study") not in by_id:
-    st.session_state["rate_study"] = next((p.study_id for p in studies if p.handled < p.assigned), studies[0].study_id)
-
-head_study, head_progress, head_help = st.columns([5, 4, 2], vertical_alignment="center")
-if len(studies) > 1:
-    study_id = head_study.selectbox("Study", list(by_id), format_func=titles.get, key="rate_study",
-                                    label_visibility="collapsed")
-else:
-    study_id = studies[0].study_id
-    head_study.markdown(f"**{markdown_literal(titles[study_id])}**")
-chosen = by_id[study_id]
-skipped_note = f" · {chosen.skipped} skipped" if chosen.skipped else ""
-head_progress.progress(chosen.handled / chosen.assigned if chosen.assigned else 0.0,
-                       text=f"{chosen.done} of {chosen.assigned} done{skipped_note}")
-
-pos_key = f"position_{study_id}"
-revising_key = f"revising_{study_id}"
-with Session(engine()) as session:
-    # Only what the page shows: counts, the place in the queue and its item (never the whole queue); the place
-    # resumes at the first open item on a first visit or when the queue got shorter.
+    if not studies:
+        st.title("Rate")
+        st.info("No items are assigned to you yet. A researcher will assign items to your account.")
+        st.stop()
+    # The choice is kept by study id (the selectbox below reads it from its key).
+    by_id = {p.study_id: p for p in studies}
+    if st.session_state.get("rate_study") not in by_id:
+        st.session_state["rate_study"] = next((p.study_id for p in studies if p.handled < p.assigned),
+                                              studies[0].study_id)
+    study_id = st.session_state["rate_study"]
+    chosen = by_id[study_id]
+    pos_key = f"position_{study_id}"
+    revising_key = f"revising_{study_id}"
     study = get_study_by_id(session, study_id)
     view = rq.rate_view(session, who, study, st.session_state.get(pos_key),
-                        revising=bool(st.session_state.get(revising_key)), waiting=chosen.waiting)
+                        revising=bool(st.session_state.get(revising_key)), counts=chosen)
     rubrics = st.session_state.setdefault("rate_rubrics", {})  # a stored rubric is immutable: read it once
     if study.rubric_id not in rubrics:
         rubrics[study.rubric_id] = rq.study_rubric(session, study)
     rubric = rubrics[study.rubric_id]
     instructions = study.instructions or study.description
 st.session_state[pos_key] = view.index
+
+# The labels never change while rating (no counts in them): a label that changed on every submit sent the
+# selectbox back to its first study.
+titles = {p.study_id: p.title or p.name for p in studies}
+if len(set(titles.values())) < len(titles):
+    titles = {p.study_id: f"{p.title or p.name} ({p.name})" for p in studies}
+head_study, head_progress, head_help = st.columns([5, 4, 2], vertical_alignment="center")
+if len(studies) > 1:
+    head_study.selectbox("Study", list(by_id), format_func=titles.get, key="rate_study", label_visibility="collapsed")
+else:
+    head_study.markdown(f"**{markdown_literal(titles[study_id])}**")
+skipped_note = f" · {chosen.skipped} skipped" if chosen.skipped else ""
+head_progress.progress(chosen.handled / chosen.assigned if chosen.assigned else 0.0,
+                       text=f"{chosen.done} of {chosen.assigned} done{skipped_note}")
 
 
 def show_instructions() -> None:

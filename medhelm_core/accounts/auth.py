@@ -331,13 +331,15 @@ def _open_session(session: Session, user_id: int, now: datetime, browser_token: 
 def _open_row(session: Session, token: str, now: datetime) -> tuple[AuthSession, User] | None:
     """The session row of ``token`` and its account, if the session is open, unexpired, not idle too long and
     the account active."""
-    row = session.exec(select(AuthSession).where(AuthSession.token_hash == _hash(token))).first()
-    if row is None or row.revoked:
+    # One round trip for both rows: this runs at the start of every page run, callback and download.
+    found = session.exec(select(AuthSession, User).join(User, User.id == AuthSession.user_id)
+                         .where(AuthSession.token_hash == _hash(token))).first()
+    if found is None:
         return None
-    if _aware(row.expires_at) <= now or now - _aware(row.last_seen_at) > IDLE_TIMEOUT:
+    row, user = found
+    if row.revoked or _aware(row.expires_at) <= now or now - _aware(row.last_seen_at) > IDLE_TIMEOUT:
         return None
-    user = session.get(User, row.user_id)
-    if user is None or not user.is_active:
+    if not user.is_active:
         return None
     return row, user
 

@@ -16,7 +16,7 @@ from sqlmodel import Session, select
 from medhelm_core.accounts.auth import Principal
 from medhelm_core.accounts.users import add_user
 from medhelm_core.db.engine import transaction
-from medhelm_core.db.models import Assignment, AuditEvent, Item, RatingSkip, User, utcnow
+from medhelm_core.db.models import Assignment, AuditEvent, Item, RatingSkip, RatingSubmission, User, utcnow
 from medhelm_core.rating import queue as rq
 from medhelm_core.rating.assignment import (
     assign_balanced,
@@ -96,9 +96,14 @@ def check_same_answers(engine, who: Principal) -> None:
         skip_rows = s.exec(select(func.count()).select_from(RatingSkip).where(RatingSkip.rater_id == who.user_id)).one()
         assert (mine.assigned, mine.done, mine.skipped, mine.waiting) == (
             len(entries), sum(e.rated for e in entries), skip_rows, sum(e.open for e in entries))
-        view = rq.rate_view(s, who, study, None)
-        assert (view.length, view.open, view.index, view.all_done) == (
-            len(entries), sum(e.open for e in entries), rq.first_open(entries), rq.all_done(entries))
+        for counts in (None, mine):  # counting anew, or with the page's progress
+            view = rq.rate_view(s, who, study, None, counts=counts)
+            assert (view.length, view.open, view.index, view.all_done) == (
+                len(entries), sum(e.open for e in entries), rq.first_open(entries), rq.all_done(entries))
+        for index, entry in enumerate(entries):  # the place, its item, rating and skip read in one statement
+            view = rq.rate_view(s, who, study, index, revising=True, counts=mine)
+            assert (view.index, view.entry) == (index, entry)
+            assert view.item == rq.load_item(s, who, study, entry.item_id, retest=entry.retest)
 
 
 def test_the_indexed_reads_match_the_whole_queue_while_a_clinician_works_through_it(engine):
@@ -122,6 +127,9 @@ def test_the_indexed_reads_match_the_whole_queue_while_a_clinician_works_through
                 rq.skip(s, ann, study, entry.item_id, "needs_context", retest=entry.retest)
             else:
                 rq.submit(s, ann, study, entry.item_id, SCORES, retest=entry.retest)
+        if steps % 7 == 3:  # a revision: the view shows the latest one
+            with transaction(engine) as s:
+                rq.submit(s, ann, get_study_by_id(s, sid), entry.item_id, {**SCORES, "clarity": 2}, retest=entry.retest)
         if steps % 5 == 4:  # a skipped item rated after all, through an import (the skip stays)
             with transaction(engine) as s:
                 skipped = s.exec(select(RatingSkip).where(RatingSkip.rater_id == ann.user_id)).first()
@@ -135,6 +143,7 @@ def test_the_indexed_reads_match_the_whole_queue_while_a_clinician_works_through
         assert steps < 200
     with Session(engine) as s:
         assert any(e.retest for e in rq.queue(s, ann, get_study_by_id(s, sid)))  # repeats were in the walk
+        assert s.exec(select(func.max(RatingSubmission.revision))).one() == 2  # and revisions
     check_same_answers(engine, ann)
     check_same_answers(engine, people["bob"])  # another clinician's reads are untouched by ann's work
 
