@@ -32,7 +32,7 @@ from medhelm_core.db.data_versions import WHOLE_STUDY, scope_version
 from medhelm_core.db.models import Study
 from medhelm_core.errors import MedhelmError
 from medhelm_core.figures.data import DashboardData, load_dashboard_data, reload_dashboard_data
-from medhelm_core.figures.refresh import Lookup, RefreshStore, use_system_allocator
+from medhelm_core.figures.refresh import Lookup, RefreshStore
 from medhelm_core.figures.tables import (
     bland_altman,
     clinician_leniency,
@@ -48,6 +48,7 @@ from medhelm_core.figures.tables import (
 )
 from medhelm_core.frames import data_version
 from medhelm_core.studies import get_study_by_id
+from medhelm_core.tuning import tune_process
 
 
 class ScopeRows(MutableMapping[Hashable, list]):
@@ -118,8 +119,9 @@ class ScopeCache:
             self._keys.clear()
 
 
-# The stores below live as long as the app's process and hold tens of MB per study: freed memory must go back.
-use_system_allocator()
+# The stores below live as long as the app's process, hold tens of MB per study and are recomputed in background
+# threads beside the page runs.
+tune_process()
 
 #: the rows per figure key, table (the agreement table, the robust one, the judge subsets) and scope: as many
 #: figure keys as the figure store keeps

@@ -313,20 +313,6 @@ def release_free_memory() -> None:
 
 
 @lru_cache(maxsize=1)
-def use_system_allocator() -> None:
-    """Have Arrow (pandas' string columns) allocate from the C library's heap, which :func:`release_free_memory`
-    can trim, instead of its own mimalloc pool, which keeps what it freed.
-
-    Measured at 20,000 items (three recomputes after new ratings, one process): resident memory 505-519 MB with
-    Arrow's pool, 382-392 MB with the system allocator, the same times. Called once by the process-wide figure
-    stores (:mod:`medhelm_core.figures.cache`); Arrow memory already allocated is freed to the pool it came from.
-    """
-    import pyarrow
-
-    pyarrow.set_memory_pool(pyarrow.system_memory_pool())
-
-
-@lru_cache(maxsize=1)
 def _malloc_trim() -> Callable[[int], int] | None:
     try:
         return ctypes.CDLL("libc.so.6").malloc_trim
