@@ -27,7 +27,7 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from medhelm_core.agreement import COMPOSITE, POOLED
+from medhelm_core.agreement import COMPOSITE, POOLED, rater_scores, validate_long
 from medhelm_core.db.data_versions import WHOLE_STUDY, scope_version
 from medhelm_core.db.models import Study
 from medhelm_core.errors import MedhelmError
@@ -248,11 +248,12 @@ def criterion_views(
 ) -> CriterionViews:
     """Item means, Bland-Altman limits, clinician leniency, score distribution and the largest disagreements."""
     long = filter_long(data.long, benchmarks, models)
-    means = item_means(long, criterion, data.criteria)
+    scores = rater_scores(validate_long(long), criterion, data.criteria)  # once, for the means and the leniency
+    means = item_means(long, criterion, data.criteria, scores)
     return CriterionViews(
         means=means,
         limits=bland_altman(means),
-        leniency=clinician_leniency(long, criterion, data.criteria),
+        leniency=clinician_leniency(long, criterion, data.criteria, scores),
         distribution=score_distribution(long, data.criteria),
         disagreements=largest_disagreements(means, data.items, 10),
     )

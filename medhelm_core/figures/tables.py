@@ -266,14 +266,21 @@ def judge_table(table: pd.DataFrame, protocol: str = "medhelm") -> pd.DataFrame:
     ].reset_index(drop=True)
 
 
-def item_means(long: pd.DataFrame, criterion: str = COMPOSITE, criteria: Sequence[str] | None = None) -> pd.DataFrame:
+def item_means(
+    long: pd.DataFrame,
+    criterion: str = COMPOSITE,
+    criteria: Sequence[str] | None = None,
+    scores: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Per item: the mean clinician score and the jury score on the rating scale, and their difference.
 
     Columns ``item_id``, ``benchmark``, ``model``, ``clinician_mean``, ``n_clinicians``, ``jury``,
     ``difference`` (jury minus clinicians) and ``average`` (of the two); ``jury`` is NaN where the jury has
     no score. The composite follows the engine: the mean of the criteria, only where all were scored.
+    ``scores``: :func:`~medhelm_core.agreement.rater_scores` of ``long`` for ``criterion``, when the caller has it.
     """
-    scores = rater_scores(long, criterion, criteria)
+    if scores is None:
+        scores = rater_scores(long, criterion, criteria)
     clin = scores[scores["rater_kind"] == "clinician"]
     out = clin.groupby(["item_id", "benchmark"], as_index=False).agg(
         clinician_mean=("score", "mean"), n_clinicians=("rater_id", "nunique")
@@ -304,7 +311,10 @@ def bland_altman(means: pd.DataFrame) -> dict[str, float]:
 
 
 def clinician_leniency(
-    long: pd.DataFrame, criterion: str = COMPOSITE, criteria: Sequence[str] | None = None
+    long: pd.DataFrame,
+    criterion: str = COMPOSITE,
+    criteria: Sequence[str] | None = None,
+    scores: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per clinician: how lenient (mean z) and how spread out their scores are, and their agreement with the others.
 
@@ -314,10 +324,12 @@ def clinician_leniency(
     spread as everyone; near 0: the same score for everything). ``icc3k`` (with its F interval) is
     :func:`~medhelm_core.agreement.leave_one_clinician_out`: each clinician against the mean of the others.
     Raises :class:`~medhelm_core.agreement.AgreementInputError` for a table that breaks the contract.
+    ``scores``: :func:`~medhelm_core.agreement.rater_scores` of the validated ``long``, when the caller has it.
     """
     # Validated once, and the same per-clinician scores serve the leniency and the agreement with the others
     # (leave_one_clinician_out would validate and reduce the whole table again).
-    scores = rater_scores(validate_long(long), criterion, criteria)
+    if scores is None:
+        scores = rater_scores(validate_long(long), criterion, criteria)
     clin = scores[scores["rater_kind"] == "clinician"][["item_id", "rater_id", "score"]]
     columns = [
         "clinician",

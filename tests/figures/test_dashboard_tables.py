@@ -20,6 +20,7 @@ from medhelm_core.figures import (
     bland_altman_chart,
     clinician_leniency,
     compute_agreement,
+    criterion_views,
     data_version,
     distribution_chart,
     headline_table,
@@ -165,6 +166,15 @@ def test_the_lenient_clinician_has_a_positive_mean_z(rated):
     assert leniency.loc["clinician3", "mean_z"] > 0.3
     assert leniency.loc["clinician1", "mean_z"] < 0 and leniency.loc["clinician2", "mean_z"] < 0
     assert leniency["icc3k"].notna().all() and (leniency["spread"] > 0).all()
+
+
+def test_the_page_views_equal_the_tables_computed_on_their_own(rated):
+    _, _, data, _ = rated
+    for criterion in ("composite", data.criteria[0]):
+        views = criterion_views(data, criterion=criterion)  # the means and the leniency share one reduction
+        pd.testing.assert_frame_equal(views.means, item_means(data.long, criterion, data.criteria), check_exact=True)
+        pd.testing.assert_frame_equal(views.leniency, clinician_leniency(data.long, criterion, data.criteria),
+                                      check_exact=True)
 
 
 def test_per_judge_rows_and_score_distribution(rated):
