@@ -326,35 +326,34 @@ def loco_from_scores(scores: pd.DataFrame, standardize: bool = True, confidence:
     'fewer than 3 shared items (n=2)'
     """
     clin = scores[scores["rater_kind"] == "clinician"]
-    # Items x clinicians matrices of the scores and of the ratings behind them, placed by codes in sorted id order
-    # (what two pivots gave, at a quarter of their cost); masks, counts and the others' means in numpy, once.
-    item_codes, item_index = pd.factorize(clin["item_id"], sort=True)
+    # Everything from the ratings themselves (a few per item), never an items x clinicians matrix: at 100,000 items
+    # and 50 clinicians that matrix had 5 million cells and was scanned once per clinician.
+    item_codes, item_index = pd.factorize(clin["item_id"], sort=True)  # codes in sorted id order
     rater_codes, raters = pd.factorize(clin["rater_id"], sort=True)
-    values = np.full((len(item_index), len(raters)), np.nan)
-    values[item_codes, rater_codes] = clin["score"].to_numpy(dtype=float)
-    ratings = np.zeros(values.shape)
-    ratings[item_codes, rater_codes] = clin["n_ratings"].to_numpy(dtype=float)
-    rated = ~np.isnan(values)
-    filled = np.where(rated, values, 0.0)
-    per_item = rated.sum(axis=1)
-    item_ids = shared_ids(pd.Index(item_index))
-    by_id = np.argsort(item_ids, kind="stable")  # items_used in sorted id order, without sorting each tuple
-    raters = pd.Index(raters)
-    clinicians = sorted(raters)
-    columns = [raters.get_loc(r) for r in clinicians]
-    shared = rated[:, columns] & (per_item > 1)[:, None]  # items x clinicians: the clinician and another rated it
-    # Who else rated the items each clinician shares, and how many ratings those items hold: one sparse product
-    # each (a clinician shares a few percent of the items).
-    picks = sparse.csr_matrix(shared.T, dtype=float)
-    others_rated = (picks @ rated.astype(float)) > 0
-    n_ratings = (picks @ ratings).sum(axis=1)
+    score = clin["score"].to_numpy(dtype=float)
+    n_items, n_raters = len(item_index), len(raters)
+    count = np.bincount(item_codes, minlength=n_items)  # clinicians per item
     with np.errstate(divide="ignore", invalid="ignore"):  # items rated once are never used
-        others_mean = (filled.sum(axis=1)[:, None] - filled) / (per_item - 1)[:, None]
+        others_mean = (np.bincount(item_codes, weights=score, minlength=n_items)[item_codes] - score) / (
+            count[item_codes] - 1)
+    # Each clinician's ratings of items someone else rated too, in clinician then item order: one slice each.
+    order = np.lexsort((item_codes, rater_codes))
+    order = order[count[item_codes[order]] > 1]
+    owner, items = rater_codes[order], item_codes[order]
+    starts = np.searchsorted(owner, np.arange(n_raters + 1))
+    # Who else rated the items each clinician shares, and how many ratings those items hold: sparse products.
+    shares = sparse.csr_matrix((np.ones(order.size), (owner, items)), shape=(n_raters, n_items))
+    rates = sparse.csr_matrix((np.ones(item_codes.size), (item_codes, rater_codes)), shape=(n_items, n_raters))
+    others_rated = (shares @ rates).toarray() > 0
+    on_item = np.bincount(item_codes, weights=clin["n_ratings"].to_numpy(dtype=float), minlength=n_items)
+    n_ratings = np.bincount(owner, weights=on_item[items], minlength=n_raters)
+    item_ids = shared_ids(pd.Index(item_index))
+    raters = pd.Index(raters)
     rows, pairs = [], []
-    for n, (rater, j) in enumerate(zip(clinicians, columns, strict=True)):
-        mask = shared[:, n]
-        x, y = values[mask, j], others_mean[mask, j]
-        others = others_rated[n].copy()
+    for j in sorted(range(n_raters), key=lambda c: raters[c]):
+        rater, part = raters[j], order[starts[j]:starts[j + 1]]
+        x, y = score[part], others_mean[part]
+        others = others_rated[j].copy()
         others[j] = False
         others_used = tuple(sorted(raters[others]))
         row = {
@@ -365,9 +364,9 @@ def loco_from_scores(scores: pd.DataFrame, standardize: bool = True, confidence:
             "pearson_r": np.nan,
             "spearman_rho": np.nan,
             "n_items": int(x.size),
-            "n_ratings": int(n_ratings[n]),
+            "n_ratings": int(n_ratings[j]),
             "n_others": len(others_used),
-            "items_used": tuple(item_ids[by_id[mask[by_id]]].tolist()),
+            "items_used": tuple(item_ids[items[starts[j]:starts[j + 1]]].tolist()),
             "others_used": others_used,
             "note": "",
         }
