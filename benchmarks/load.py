@@ -49,7 +49,7 @@ from medhelm_core.db.migrate import upgrade_database  # noqa: E402
 from medhelm_core.db.models import Item, JudgeVerdict, JuryRun, Rating, RatingSubmission, User, utcnow  # noqa: E402
 from medhelm_core.errors import DatabaseError  # noqa: E402
 from medhelm_core.jury import build_config, run_jury  # noqa: E402
-from medhelm_core.rating import queue as rq  # noqa: E402
+from medhelm_core.rating import rater_actions as ra  # noqa: E402
 from medhelm_core.rating.assignment import assign_in_steps  # noqa: E402
 from medhelm_core.rubric import default_rubric  # noqa: E402
 from medhelm_core.studies import get_or_create_study, get_study_by_id  # noqa: E402
@@ -144,13 +144,13 @@ def run_load(engine: Engine, clinicians: int = 50, seconds: float = 120.0, items
                 request_id = uuid.uuid4().hex
                 began = time.perf_counter()
                 with transaction(engine) as s:
-                    written = rq.submit(s, who, get_study_by_id(s, study_id), entry.item_id, scores,
+                    written = ra.submit(s, who, get_study_by_id(s, study_id), entry.item_id, scores,
                                         request_id=request_id, elapsed_seconds=1.0, retest=entry.retest)
                 took = time.perf_counter() - began
                 repeat = False
                 if n % 5 == 0:  # a double click sends the same request again
                     with transaction(engine) as s:
-                        repeat = rq.submit(s, who, get_study_by_id(s, study_id), entry.item_id, scores,
+                        repeat = ra.submit(s, who, get_study_by_id(s, study_id), entry.item_id, scores,
                                            request_id=request_id, retest=entry.retest)
                 move_on(engine, who, state)
                 with lock:

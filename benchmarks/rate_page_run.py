@@ -17,7 +17,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # pages.common
 
 from medhelm_core.accounts.auth import Principal  # noqa: E402
+from medhelm_core.rating import progress as rp  # noqa: E402
 from medhelm_core.rating import queue as rq  # noqa: E402
+from medhelm_core.rating import rater_item as ri  # noqa: E402
 from medhelm_core.rubric import RubricSpec  # noqa: E402
 from medhelm_core.studies import get_study_by_id  # noqa: E402
 from pages.common import admit  # noqa: E402
@@ -28,10 +30,10 @@ def page_run(engine: Engine, token: str, state: dict, rubrics: dict[int, RubricS
     (``position``, ``revising``), ``rubrics`` its per-session rubric cache."""
     who = admit("rate", token=token, eng=engine)
     with Session(engine) as s:
-        chosen = rq.progress(s, who)[0]
+        chosen = rp.progress(s, who)[0]
         study = get_study_by_id(s, chosen.study_id)
         if study.rubric_id not in rubrics:
-            rubrics[study.rubric_id] = rq.study_rubric(s, study)
+            rubrics[study.rubric_id] = ri.study_rubric(s, study)
         view = rq.rate_view(s, who, study, state.get("position"), revising=bool(state.get("revising")),
                             counts=chosen)
     state["position"], state["study_id"] = view.index, study.id

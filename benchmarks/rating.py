@@ -57,7 +57,10 @@ from medhelm_core.accounts.users import hash_password  # noqa: E402
 from medhelm_core.db.engine import make_engine, transaction  # noqa: E402
 from medhelm_core.db.migrate import upgrade_database  # noqa: E402
 from medhelm_core.db.models import Item, User, utcnow  # noqa: E402
+from medhelm_core.rating import progress as rp  # noqa: E402
 from medhelm_core.rating import queue as rq  # noqa: E402
+from medhelm_core.rating import rater_actions as ra  # noqa: E402
+from medhelm_core.rating import rater_item as ri  # noqa: E402
 from medhelm_core.rating.assignment import assign_balanced, assign_in_steps  # noqa: E402
 from medhelm_core.studies import get_or_create_study, get_study_by_id  # noqa: E402
 from pages.common import admit  # noqa: E402
@@ -169,16 +172,16 @@ def whole_queue_run(engine: Engine, token: str, state: dict) -> int:
     """The former page run: the session check, progress, and the clinician's whole queue on every run."""
     who = admit("rate", token=token, eng=engine)
     with Session(engine) as s:
-        studies = rq.progress(s, who)
+        studies = rp.progress(s, who)
         study = get_study_by_id(s, studies[0].study_id)
         entries = rq.queue(s, who, study)
-        rq.study_rubric(s, study)
+        ri.study_rubric(s, study)
         position = state.get("position")
         if position is None or position >= len(entries):
             position = rq.first_open(entries)
         rq.all_done(entries)
         entry = entries[position]
-        item = rq.load_item(s, who, study, entry.item_id, retest=entry.retest)
+        item = ri.load_item(s, who, study, entry.item_id, retest=entry.retest)
     state["position"] = position
     return item.item_id
 
@@ -231,7 +234,7 @@ def _aware(when: datetime) -> datetime:
 
 def save(engine: Engine, who: Principal, study_id: int, item_id: int, rng: random.Random) -> None:
     with transaction(engine) as s:
-        rq.submit(s, who, get_study_by_id(s, study_id), item_id, {c: rng.randint(1, 5) for c in CRITERIA})
+        ra.submit(s, who, get_study_by_id(s, study_id), item_id, {c: rng.randint(1, 5) for c in CRITERIA})
 
 
 def summary(samples: list[float]) -> dict[str, float]:

@@ -13,7 +13,7 @@ from sqlmodel import Session
 from medhelm_core.db.engine import transaction
 from medhelm_core.errors import MedhelmError
 from medhelm_core.rating import adjudication as adj
-from medhelm_core.rating.queue import study_rubric
+from medhelm_core.rating.rater_item import study_rubric
 from medhelm_core.studies import get_study_by_id, update_settings
 from medhelm_core.text import markdown_literal
 from pages.common import (

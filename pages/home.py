@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from medhelm_core.rating.queue import progress
+from medhelm_core.rating.progress import progress
 from medhelm_core.studies import list_studies, summarise_study
 from medhelm_core.text import markdown_literal
 from pages.common import engine, require_page

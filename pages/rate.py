@@ -23,7 +23,10 @@ from sqlmodel import Session
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import RatingFlag, SkipReason
 from medhelm_core.errors import DatabaseError, MedhelmError
+from medhelm_core.rating import progress as rp
 from medhelm_core.rating import queue as rq
+from medhelm_core.rating import rater_actions as ra
+from medhelm_core.rating import rater_item as ri
 from medhelm_core.rubric import CriterionSpec
 from medhelm_core.studies import get_study_by_id
 from medhelm_core.text import DIRECTION_NOTE, has_direction_controls, markdown_literal, safe_markdown
@@ -56,7 +59,7 @@ st.html(STYLE)
 # clinician's studies, then, in the study chosen, only what the page shows: the place in the queue and its item
 # (never the whole queue); the place resumes at the first open item on a first visit or when the queue got shorter.
 with Session(engine()) as session:
-    studies = rq.progress(session, who)
+    studies = rp.progress(session, who)
     if not studies:
         st.title("Rate")
         st.info("No items are assigned to you yet. A researcher will assign items to your account.")
@@ -75,7 +78,7 @@ with Session(engine()) as session:
                         revising=bool(st.session_state.get(revising_key)), counts=chosen)
     rubrics = st.session_state.setdefault("rate_rubrics", {})  # a stored rubric is immutable: read it once
     if study.rubric_id not in rubrics:
-        rubrics[study.rubric_id] = rq.study_rubric(session, study)
+        rubrics[study.rubric_id] = ri.study_rubric(session, study)
     rubric = rubrics[study.rubric_id]
     instructions = study.instructions or study.description
 st.session_state[pos_key] = view.index
@@ -208,7 +211,7 @@ def criterion_input(criterion: CriterionSpec, current: int | None, key: str) -> 
 with right:
     revision_tag = f"{slot}_{item.revision}"
     if item.skip_reason:
-        st.info(markdown_literal(f"You skipped this item: {rq.SKIP_REASONS.get(item.skip_reason, item.skip_reason)}"
+        st.info(markdown_literal(f"You skipped this item: {ra.SKIP_REASONS.get(item.skip_reason, item.skip_reason)}"
                                  + (f" ({item.skip_note})" if item.skip_note else "")
                                  + ". Rate it to replace the skip."))
     with st.container(key=form_key(slot)):
@@ -227,10 +230,10 @@ with right:
     if not entry.rated:
         with nav_skip.popover("Skip…", width="stretch", help="Skip this item with a reason (not a rating)"):
             with st.form(f"skip_{revision_tag}", border=False):
-                reason = st.selectbox("Why do you skip it?", list(rq.SKIP_REASONS), format_func=rq.SKIP_REASONS.get,
-                                      index=list(rq.SKIP_REASONS).index(item.skip_reason) if item.skip_reason else None,
+                reason = st.selectbox("Why do you skip it?", list(ra.SKIP_REASONS), format_func=ra.SKIP_REASONS.get,
+                                      index=list(ra.SKIP_REASONS).index(item.skip_reason) if item.skip_reason else None,
                                       placeholder="Choose a reason", key=f"skip_reason_{revision_tag}")
-                skip_note = st.text_input("Note (needed for Other)", value=item.skip_note, max_chars=rq.MAX_SKIP_NOTE,
+                skip_note = st.text_input("Note (needed for Other)", value=item.skip_note, max_chars=ra.MAX_SKIP_NOTE,
                                           key=f"skip_note_{revision_tag}")
                 skip = st.form_submit_button("Skip, not rated", key="rate_skip")
             st.caption("A skipped item is not a rating. Researchers see the reason; you can still rate it later.")
@@ -251,7 +254,7 @@ if submitted:
     request_id = st.session_state.setdefault(request_key, uuid.uuid4().hex)
     try:
         with transaction(engine()) as session:
-            rq.submit(
+            ra.submit(
                 session, who, get_study_by_id(session, study_id), item.item_id,
                 {k: v for k, v in values.items() if v is not None},
                 comment=comment, flag=flag or None, request_id=request_id,
@@ -278,7 +281,7 @@ if skip:
     else:
         try:
             with transaction(engine()) as session:
-                rq.skip(session, who, get_study_by_id(session, study_id), item.item_id, reason, skip_note,
+                ra.skip(session, who, get_study_by_id(session, study_id), item.item_id, reason, skip_note,
                         retest=entry.retest)
         except DatabaseError:
             with right:
@@ -287,7 +290,7 @@ if skip:
             with right:
                 st.error(markdown_literal(exc))
         else:
-            st.toast(f"Skipped: {rq.SKIP_REASONS[SkipReason(reason)]}")
+            st.toast(f"Skipped: {ra.SKIP_REASONS[SkipReason(reason)]}")
             move_on()
 
 # Last, once a submission or a skip is handled: a run that moves on reruns before this, so the keys' script hears

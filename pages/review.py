@@ -14,7 +14,7 @@ from sqlmodel import Session
 from medhelm_core.errors import MedhelmError
 from medhelm_core.frames import default_jury_run
 from medhelm_core.frames.review import REVIEW_KINDS, filter_review, review_frame
-from medhelm_core.rating.queue import SKIP_REASONS
+from medhelm_core.rating.rater_actions import SKIP_REASONS
 from medhelm_core.studies import get_study_by_id
 from medhelm_core.text import markdown_literal
 from pages.common import engine, in_stored_order, pick_study, require_page, session_checked, show_item_detail

@@ -31,6 +31,7 @@ from medhelm_core.jury.prompt import DEFAULT_TEMPLATE
 from medhelm_core.jury.templates import save_template_version
 from medhelm_core.rating import adjudication as adj
 from medhelm_core.rating import queue as rq
+from medhelm_core.rating import rater_actions as ra
 from medhelm_core.rating.assignment import assign_balanced
 from medhelm_core.rating.gold import import_gold
 from medhelm_core.rating.quality import study_rater_quality
@@ -99,7 +100,7 @@ def test_the_whole_loop_on_the_demo_study_with_a_loopback_judge(loop_url):
             noise = 1.4 if name == "clinician3" else 0.4
             scores = {c: clip(truth + rng.gauss(0, noise)) for c in ("accuracy", "completeness", "clarity")}
             with transaction(engine) as s:
-                rq.submit(s, who, get_study_by_id(s, sid), entry.item_id, scores, retest=entry.retest,
+                ra.submit(s, who, get_study_by_id(s, sid), entry.item_id, scores, retest=entry.retest,
                           elapsed_seconds=4.0 if name == "clinician3" else 60.0 + rng.random() * 60)
             with Session(engine) as s:
                 entries = rq.queue(s, who, get_study_by_id(s, sid))

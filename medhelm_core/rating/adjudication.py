@@ -29,7 +29,7 @@ from medhelm_core.accounts.auth import Principal
 from medhelm_core.db.audit import record_event
 from medhelm_core.db.models import Adjudication, AuditAction, Item, Rating, Role, Study, User
 from medhelm_core.errors import AccessDenied, ValidationError
-from medhelm_core.rating.queue import item_as_shown, study_rubric
+from medhelm_core.rating.rater_item import item_as_shown, study_rubric
 from medhelm_core.rating.ratings import latest_submission
 from medhelm_core.rubric import RubricSpec
 from medhelm_core.studies import check_adjudication_threshold, study_item

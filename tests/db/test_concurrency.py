@@ -14,6 +14,7 @@ from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import Item, Rating, RatingSubmission, User
 from medhelm_core.errors import DatabaseError
 from medhelm_core.rating import queue as rq
+from medhelm_core.rating import rater_actions as ra
 from medhelm_core.rating.assignment import assign_balanced
 from medhelm_core.studies import get_or_create_study
 
@@ -43,7 +44,7 @@ def test_twenty_clinicians_submitting_at_once_lose_and_double_nothing(engine):
                 for retry in range(5):
                     try:
                         with transaction(engine) as s:
-                            written += rq.submit(s, who, study, entry.item_id,
+                            written += ra.submit(s, who, study, entry.item_id,
                                                  {"accuracy": 1 + n % 5, "completeness": 3, "clarity": 4},
                                                  request_id=f"{who.username}-{entry.item_id}")
                         break

@@ -20,7 +20,7 @@ from medhelm_core.accounts.users import add_user
 from medhelm_core.db.engine import shared_engine, transaction
 from medhelm_core.db.models import AuditEvent, Item, Rating, RatingSubmission, User
 from medhelm_core.errors import DatabaseError
-from medhelm_core.rating import queue as rq
+from medhelm_core.rating import rater_actions as ra
 from medhelm_core.rating.assignment import assign_balanced
 from medhelm_core.studies import get_or_create_study, get_study_by_id
 from pages.common import TOKEN_KEY
@@ -62,7 +62,7 @@ def fail_once_on_score_insert(engine, action):
 
 def submit(engine, study_id, item_id, who, request_id="press-1"):
     with transaction(engine) as s:
-        return rq.submit(s, who, get_study_by_id(s, study_id), item_id, SCORES, request_id=request_id)
+        return ra.submit(s, who, get_study_by_id(s, study_id), item_id, SCORES, request_id=request_id)
 
 
 def test_a_write_cut_off_midway_leaves_nothing_and_can_be_resubmitted(one_assignment):

@@ -10,7 +10,7 @@ from medhelm_core.accounts.users import add_user
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import Assignment, Item
 from medhelm_core.frames import filter_review, review_frame
-from medhelm_core.rating import queue as rq
+from medhelm_core.rating import rater_actions as ra
 from medhelm_core.studies import get_or_create_study, get_study
 
 FINE = {"accuracy": 4, "completeness": 4, "clarity": 4}
@@ -30,11 +30,11 @@ def said(engine):
                 s.add(Assignment(study_id=study.id, item_id=item.id, user_id=user.id, position=position))
         ann, bob = (Principal(u.id, u.username, u.display_name, u.role) for u in users)
         ids = [i.id for i in items]
-        rq.submit(s, ann, study, ids[0], {"accuracy": 1}, comment="wrong drug", flag="unsafe")
-        rq.submit(s, ann, study, ids[1], FINE, flag="unsafe")
-        rq.submit(s, ann, study, ids[1], FINE)  # the revision withdraws the flag: no longer listed
-        rq.submit(s, bob, study, ids[2], FINE, comment="fine, but long")
-        rq.skip(s, bob, study, ids[3], "other", "I wrote this answer")
+        ra.submit(s, ann, study, ids[0], {"accuracy": 1}, comment="wrong drug", flag="unsafe")
+        ra.submit(s, ann, study, ids[1], FINE, flag="unsafe")
+        ra.submit(s, ann, study, ids[1], FINE)  # the revision withdraws the flag: no longer listed
+        ra.submit(s, bob, study, ids[2], FINE, comment="fine, but long")
+        ra.skip(s, bob, study, ids[3], "other", "I wrote this answer")
     return engine, ids
 
 

@@ -15,7 +15,7 @@ from medhelm_core.db.models import Item, User
 from medhelm_core.demo import MEDHELM_STUDY, MEDHELM_TEXTS
 from medhelm_core.errors import ValidationError
 from medhelm_core.importers import import_paths
-from medhelm_core.rating import queue
+from medhelm_core.rating import queue, rater_item
 from medhelm_core.rating.assignment import assign_balanced
 from medhelm_core.studies import get_or_create_study, get_study
 
@@ -104,7 +104,7 @@ def refused_import_with_texts(engine, ratings, texts):  # noqa: ANN201 - the Inp
 
 
 def test_a_clinician_rating_a_validation_item_is_shown_its_texts(sqlite_demo_engine):
-    """What the Rate page draws (``queue.load_item``): the request and the response, no reference."""
+    """What the Rate page draws (``rater_item.load_item``): the request and the response, no reference."""
     expected = texts_by_key()
     with transaction(sqlite_demo_engine) as s:
         study = get_study(s, MEDHELM_STUDY)
@@ -113,7 +113,7 @@ def test_a_clinician_rating_a_validation_item_is_shown_its_texts(sqlite_demo_eng
         user = s.exec(select(User).where(User.username == "clinician1")).one()
         who = Principal(user.id, user.username, user.username, user.role)
         entries = queue.queue(s, who, study)
-        shown = [queue.load_item(s, who, study, e.item_id) for e in entries]
+        shown = [rater_item.load_item(s, who, study, e.item_id) for e in entries]
         keys = [(i.benchmark, i.instance_id, i.model) for i in (s.get(Item, e.item_id) for e in entries)]
     assert len(shown) == 74
     assert all(v.text_available and v.reference_text is None for v in shown)

@@ -13,6 +13,7 @@ from medhelm_core.accounts.auth import Principal
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import Assignment, AuditEvent, Item, Rating, RatingSkip, RatingSubmission, User
 from medhelm_core.rating import queue as rq
+from medhelm_core.rating import rater_actions as ra
 from medhelm_core.rating.assignment import assign_balanced
 from medhelm_core.studies import get_or_create_study, get_study
 from medhelm_core.text import safe_markdown
@@ -181,8 +182,8 @@ def test_the_last_item_ends_in_an_all_done_state(demo_db):
     with transaction(demo_db) as s:  # every item but the last rated or skipped already
         study = get_study(s, "demo")
         for entry in entries[:-2]:
-            rq.submit(s, who, study, entry.item_id, {"accuracy": 4, "completeness": 4, "clarity": 4})
-        rq.skip(s, who, study, entries[-2].item_id, "conflict_of_interest")
+            ra.submit(s, who, study, entry.item_id, {"accuracy": 4, "completeness": 4, "clarity": 4})
+        ra.skip(s, who, study, entries[-2].item_id, "conflict_of_interest")
     at = open_page(demo_db)
     assert any("Item **32** of 32" in m.value for m in at.markdown)
     at = rate(at, (5, 5, 5))

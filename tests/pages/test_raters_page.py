@@ -115,7 +115,7 @@ def test_the_researcher_keeps_a_plan_and_sets_the_checks(demo_db):
 
 def test_rater_quality_flags_fast_first_ratings(demo_db):
     from medhelm_core.accounts.auth import Principal
-    from medhelm_core.rating import queue as rq
+    from medhelm_core.rating import rater_actions as ra
     from medhelm_core.studies import get_study
 
     with Session(demo_db) as s:
@@ -125,7 +125,7 @@ def test_rater_quality_flags_fast_first_ratings(demo_db):
     who = Principal(user.id, user.username, user.username, "clinician")
     for n, item in enumerate(items):
         with transaction(demo_db) as s:
-            rq.submit(s, who, study, item, {"accuracy": 4, "completeness": 4, "clarity": 4},
+            ra.submit(s, who, study, item, {"accuracy": 4, "completeness": 4, "clarity": 4},
                       elapsed_seconds=3.0 if n < 3 else 95.0)
     at = open_as(demo_db, "researcher", "researcher-demo")
     assert not at.exception

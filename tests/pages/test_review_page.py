@@ -13,6 +13,7 @@ from medhelm_core.accounts.auth import Principal
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import User
 from medhelm_core.rating import queue as rq
+from medhelm_core.rating import rater_actions as ra
 from medhelm_core.studies import get_study
 from pages.common import TOKEN_KEY
 
@@ -34,11 +35,11 @@ def reviewed(sqlite_demo_engine, monkeypatch):
         one, two = principal(s, "clinician1"), principal(s, "clinician2")
         mine = [e.item_id for e in rq.queue(s, one, study)]
         theirs = [e.item_id for e in rq.queue(s, two, study)]
-        rq.submit(s, one, study, mine[0], FINE, comment="well put")
-        rq.submit(s, one, study, mine[1], {"accuracy": 1}, comment="dose ten times too high", flag="unsafe")
-        rq.submit(s, one, study, mine[2], FINE)  # neither flag nor comment: not listed
-        rq.skip(s, two, study, theirs[0], "outside_expertise", "not my field")
-        rq.submit(s, two, study, theirs[1], {}, flag="unreadable")
+        ra.submit(s, one, study, mine[0], FINE, comment="well put")
+        ra.submit(s, one, study, mine[1], {"accuracy": 1}, comment="dose ten times too high", flag="unsafe")
+        ra.submit(s, one, study, mine[2], FINE)  # neither flag nor comment: not listed
+        ra.skip(s, two, study, theirs[0], "outside_expertise", "not my field")
+        ra.submit(s, two, study, theirs[1], {}, flag="unreadable")
     return sqlite_demo_engine, mine, theirs
 
 

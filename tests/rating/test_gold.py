@@ -13,7 +13,8 @@ from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import Assignment, GoldRange, Item, User
 from medhelm_core.demo import ANNOTATIONS, DEMO_STUDY
 from medhelm_core.errors import InputFileError
-from medhelm_core.rating import queue as rq
+from medhelm_core.rating import rater_actions as ra
+from medhelm_core.rating import rater_item as ri
 from medhelm_core.rating.assignment import assign_balanced, study_clinicians
 from medhelm_core.rating.gold import clear_gold, gold_item_ids, gold_ranges_frame, import_gold
 from medhelm_core.rating.quality import study_rater_quality
@@ -120,9 +121,9 @@ def test_gold_accuracy_is_the_share_of_scores_within_range_and_is_not_shown_to_t
             for rec in part.itertuples():
                 scores[rec.criterion] = rec.low if good else (5 if rec.high < 4 else 1)
             with transaction(demo) as s:
-                rq.submit(s, who, get_study_by_id(s, sid), int(item_id), scores)
+                ra.submit(s, who, get_study_by_id(s, sid), int(item_id), scores)
             with Session(demo) as s:
-                seen = rq.load_item(s, who, get_study_by_id(s, sid), int(item_id))
+                seen = ri.load_item(s, who, get_study_by_id(s, sid), int(item_id))
             assert not any("gold" in str(v).lower() for v in vars(seen).values())
     with Session(demo) as s:
         quality = study_rater_quality(s, get_study(s, DEMO_STUDY))

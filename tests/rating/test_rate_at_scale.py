@@ -17,7 +17,10 @@ from medhelm_core.accounts.auth import Principal
 from medhelm_core.accounts.users import add_user
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import Assignment, AuditEvent, Item, RatingSkip, RatingSubmission, User, utcnow
+from medhelm_core.rating import progress as rp
 from medhelm_core.rating import queue as rq
+from medhelm_core.rating import rater_actions as ra
+from medhelm_core.rating import rater_item as ri
 from medhelm_core.rating.assignment import (
     assign_balanced,
     assign_in_steps,
@@ -92,7 +95,7 @@ def check_same_answers(engine, who: Principal) -> None:
         assert rq.first_open_index(s, who, study) == rq.first_open(entries)
         assert [rq.next_open_index(s, who, study, i) for i in range(len(entries) + 1)] == [
             rq.next_open(entries, i) for i in range(len(entries) + 1)]
-        (mine,) = [p for p in rq.progress(s, who) if p.study_id == study.id]
+        (mine,) = [p for p in rp.progress(s, who) if p.study_id == study.id]
         skip_rows = s.exec(select(func.count()).select_from(RatingSkip).where(RatingSkip.rater_id == who.user_id)).one()
         assert (mine.assigned, mine.done, mine.skipped, mine.waiting) == (
             len(entries), sum(e.rated for e in entries), skip_rows, sum(e.open for e in entries))
@@ -103,7 +106,7 @@ def check_same_answers(engine, who: Principal) -> None:
         for index, entry in enumerate(entries):  # the place, its item, rating and skip read in one statement
             view = rq.rate_view(s, who, study, index, revising=True, counts=mine)
             assert (view.index, view.entry) == (index, entry)
-            assert view.item == rq.load_item(s, who, study, entry.item_id, retest=entry.retest)
+            assert view.item == ri.load_item(s, who, study, entry.item_id, retest=entry.retest)
 
 
 def test_the_indexed_reads_match_the_whole_queue_while_a_clinician_works_through_it(engine):
@@ -124,12 +127,12 @@ def test_the_indexed_reads_match_the_whole_queue_while_a_clinician_works_through
         with transaction(engine) as s:
             study = get_study_by_id(s, sid)
             if steps % 5 == 1:
-                rq.skip(s, ann, study, entry.item_id, "needs_context", retest=entry.retest)
+                ra.skip(s, ann, study, entry.item_id, "needs_context", retest=entry.retest)
             else:
-                rq.submit(s, ann, study, entry.item_id, SCORES, retest=entry.retest)
+                ra.submit(s, ann, study, entry.item_id, SCORES, retest=entry.retest)
         if steps % 7 == 3:  # a revision: the view shows the latest one
             with transaction(engine) as s:
-                rq.submit(s, ann, get_study_by_id(s, sid), entry.item_id, {**SCORES, "clarity": 2}, retest=entry.retest)
+                ra.submit(s, ann, get_study_by_id(s, sid), entry.item_id, {**SCORES, "clarity": 2}, retest=entry.retest)
         if steps % 5 == 4:  # a skipped item rated after all, through an import (the skip stays)
             with transaction(engine) as s:
                 skipped = s.exec(select(RatingSkip).where(RatingSkip.rater_id == ann.user_id)).first()
@@ -227,7 +230,7 @@ def test_a_submission_during_an_assignment_is_not_held_up_for_the_whole_assignme
                 return
             began = time.perf_counter()
             with transaction(engine) as s:
-                rq.submit(s, ann, get_study_by_id(s, sid), entry.item_id, SCORES)
+                ra.submit(s, ann, get_study_by_id(s, sid), entry.item_id, SCORES)
             took = time.perf_counter() - began
             with Session(engine) as s:
                 if sqlite:

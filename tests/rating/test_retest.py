@@ -16,7 +16,10 @@ from medhelm_core.db.migrate import upgrade_database
 from medhelm_core.db.models import Assignment, Item, Rating, RatingSubmission
 from medhelm_core.errors import ValidationError
 from medhelm_core.frames import clinician_ratings_frame
+from medhelm_core.rating import progress as rp
 from medhelm_core.rating import queue as rq
+from medhelm_core.rating import rater_actions as ra
+from medhelm_core.rating import rater_item as ri
 from medhelm_core.rating.assignment import assign_balanced
 from medhelm_core.rating.quality import study_rater_quality
 from medhelm_core.rating.retest import chosen_for_retest, retest_pairs
@@ -65,7 +68,7 @@ def rate_through(engine, who: Principal, scores_for=lambda item, retest: SCORES,
             shown.append((entries[index].item_id, entries[index].retest))
         entry = entries[index]
         with transaction(engine) as s:
-            rq.submit(s, who, get_study_by_id(s, sid), entry.item_id, scores_for(entry.item_id, entry.retest),
+            ra.submit(s, who, get_study_by_id(s, sid), entry.item_id, scores_for(entry.item_id, entry.retest),
                       retest=entry.retest)
         submitted.append((entry.item_id, entry.retest))
         with Session(engine) as s:
@@ -119,17 +122,17 @@ def test_a_repeat_starts_blank_and_keeps_its_own_revisions(engine):
     sid = study_id(engine)
     with Session(engine) as s:
         repeat = s.exec(select(Assignment).where(Assignment.retest == True)).first()  # noqa: E712
-        first_view = rq.load_item(s, who, get_study_by_id(s, sid), repeat.item_id)
+        first_view = ri.load_item(s, who, get_study_by_id(s, sid), repeat.item_id)
     assert first_view.scores == SCORES
     with transaction(engine) as s:
-        rq.submit(s, who, get_study_by_id(s, sid), repeat.item_id, {"accuracy": 1, "completeness": 1, "clarity": 1},
+        ra.submit(s, who, get_study_by_id(s, sid), repeat.item_id, {"accuracy": 1, "completeness": 1, "clarity": 1},
                   retest=True)
     with Session(engine) as s:
-        again = rq.load_item(s, who, get_study_by_id(s, sid), repeat.item_id, retest=True)
+        again = ri.load_item(s, who, get_study_by_id(s, sid), repeat.item_id, retest=True)
         revisions = s.exec(select(RatingSubmission.revision).where(
             RatingSubmission.item_id == repeat.item_id, RatingSubmission.retest == True  # noqa: E712
         ).order_by(RatingSubmission.revision)).all()
-        original = rq.load_item(s, who, get_study_by_id(s, sid), repeat.item_id)
+        original = ri.load_item(s, who, get_study_by_id(s, sid), repeat.item_id)
     assert again.scores == {"accuracy": 1, "completeness": 1, "clarity": 1} and again.revision == 2
     assert list(revisions) == [1, 2]
     assert original.scores == SCORES  # the first rating is untouched
@@ -142,13 +145,13 @@ def test_a_fresh_repeat_shows_none_of_the_first_rating(engine):
         entries = rq.queue(s, who, get_study_by_id(s, sid))
     for entry in entries:
         with transaction(engine) as s:
-            rq.submit(s, who, get_study_by_id(s, sid), entry.item_id, SCORES, comment="the dose is wrong")
+            ra.submit(s, who, get_study_by_id(s, sid), entry.item_id, SCORES, comment="the dose is wrong")
         with Session(engine) as s:
             repeat = s.exec(select(Assignment).where(Assignment.retest == True)).first()  # noqa: E712
         if repeat is not None:
             break
     with Session(engine) as s:
-        view = rq.load_item(s, who, get_study_by_id(s, sid), repeat.item_id, retest=True)
+        view = ri.load_item(s, who, get_study_by_id(s, sid), repeat.item_id, retest=True)
     assert view.scores == {} and view.comment == "" and view.flag is None and view.revision == 0
 
 
@@ -166,7 +169,7 @@ def test_retest_off_schedules_nothing_and_a_flagged_rating_is_not_repeated(engin
     with Session(engine) as s:
         new_item = s.exec(select(Item.id).where(Item.instance_id == "new")).one()
     with transaction(engine) as s:
-        rq.submit(s, who, get_study_by_id(s, sid), new_item, {}, flag="cannot_judge")
+        ra.submit(s, who, get_study_by_id(s, sid), new_item, {}, flag="cannot_judge")
     with Session(engine) as s:
         assert not s.exec(select(Assignment).where(Assignment.retest == True)).all()  # noqa: E712
 
@@ -175,10 +178,10 @@ def test_progress_counts_a_repeat_as_one_more_item_to_do(engine):
     who = build(engine, share=0.5)["doc"]
     sid = study_id(engine)
     with Session(engine) as s:
-        before = rq.progress(s, who)[0]
+        before = rp.progress(s, who)[0]
     shown = rate_through(engine, who)
     with Session(engine) as s:
-        after = rq.progress(s, who)[0]
+        after = rp.progress(s, who)[0]
     assert (before.done, before.assigned) == (0, 24)
     assert after.done == after.assigned == len(shown) > 24
     with Session(engine) as s:
@@ -208,7 +211,7 @@ def test_the_first_rating_is_the_one_made_before_the_repeat(engine):
     with Session(engine) as s:
         item = s.exec(select(Assignment.item_id).where(Assignment.retest == True)).first()  # noqa: E712
     with transaction(engine) as s:  # a revision of the first rating after the repeat was rated
-        rq.submit(s, who, get_study_by_id(s, sid), item, {"accuracy": 1, "completeness": 1, "clarity": 1})
+        ra.submit(s, who, get_study_by_id(s, sid), item, {"accuracy": 1, "completeness": 1, "clarity": 1})
     with Session(engine) as s:
         pairs = retest_pairs(s, get_study(s, "retest"))
     row = pairs[(pairs["item_id"] == str(item)) & (pairs["criterion"] == "accuracy")].iloc[0]

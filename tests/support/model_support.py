@@ -19,6 +19,7 @@ from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import Item, JudgeVerdict, JuryRun, User, utcnow
 from medhelm_core.demo import DEMO_STUDY
 from medhelm_core.rating import queue as rq
+from medhelm_core.rating import rater_actions as ra
 from medhelm_core.studies import get_study, get_study_by_id
 
 CLINICIANS = ("clinician1", "clinician2", "clinician3")
@@ -77,7 +78,7 @@ def rate_first(engine: Engine, per_clinician: int, seed: int = 5) -> int:
         for entry in [e for e in entries if not e.rated][:per_clinician]:
             scores = {c: clip(quality_of(texts[entry.item_id]) + rng.gauss(0, 0.5)) for c in CRITERIA}
             with transaction(engine) as s:
-                rq.submit(s, who, get_study_by_id(s, study_id), entry.item_id, scores, retest=entry.retest,
+                ra.submit(s, who, get_study_by_id(s, study_id), entry.item_id, scores, retest=entry.retest,
                           elapsed_seconds=60.0)
             made += 1
     return made
