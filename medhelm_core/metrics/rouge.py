@@ -5,11 +5,11 @@ scores 0; nltk's Porter stemming of words longer than three characters when aske
 rouge-score's, found in one regular-expression pass with each distinct word stemmed once per scorer.
 Only the longest common subsequence is replaced: rouge-score fills an n x m table in pure Python, which
 takes about a second for one pair of 1,500-token notes. Here ROUGE-L's LCS length comes from rapidfuzz's
-bit-parallel ``LCSseq`` on token ids, and ROUGE-Lsum's union LCS from the bit-parallel walk of
+bit-parallel ``LCSseq`` on token ids, and ROUGE-Lsum's union LCS from the compiled bit-parallel walk of
 :mod:`~medhelm_core.metrics.union_lcs`, which reads out the same subsequence as rouge-score (the union
 depends on which of several longest subsequences is read out, so it must be the same one, not just any).
 
-nltk is imported on first use: it takes seconds to import.
+nltk and that walk (numba) are imported on first use: they take seconds to import.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-
-from medhelm_core.metrics.union_lcs import summary_hits
 
 __all__ = ["RougeScore", "RougeScorer", "rouge_l", "rouge_lsum"]
 
@@ -40,6 +38,10 @@ _ZERO = RougeScore(0.0, 0.0, 0.0)
 # rouge-score replaces every run of other characters by a space and splits at spaces, so its words are
 # exactly the runs of [a-z0-9] in the lower-cased text; a stem must still be one such run to be kept.
 _WORD = re.compile(r"[a-z0-9]+")
+# A word never spans a line break, so one pass finds the words of every line and the breaks between them.
+_WORD_OR_LINE_BREAK = re.compile(r"[a-z0-9]+|\n")
+_LINE_BREAK = "\n"
+_LINE_BREAK_ID = 0  # union_lcs.LINE_BREAK, which would import numba
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")  # rouge_score.tokenize.VALID_TOKEN_RE
 #: Distinct words whose stems a scorer keeps (about 100 MB at most); past it the cache starts again.
 _MAX_STEMS = 1 << 20
@@ -87,14 +89,18 @@ class RougeScorer:
         self._stem = _porter_stem() if use_stemmer else None
         # Notes repeat their words: stemming each distinct word once is most of the tokenizing time saved.
         # ``stem`` is a pure function of the word, so the cache cannot change a token.
-        self._stems: dict[str, str | None] = {}
+        self._stems: dict[str, str | None] = {_LINE_BREAK: _LINE_BREAK}
 
     def tokenize(self, text: str) -> list[str]:
         """rouge-score's tokens of ``text`` (its ``tokenize.tokenize`` with the same stemmer setting)."""
-        return self._words(text.lower())
+        return self._tokens(_WORD.findall(text.lower()))
 
-    def _words(self, lowered: str) -> list[str]:
-        words = _WORD.findall(lowered)
+    def _lines(self, text: str) -> list[str]:
+        """rouge-score's tokens of each line, with ``"\\n"`` between lines, as rouge-score splits a summary
+        when ``split_summaries`` is off (its default; so no nltk sentence data is needed)."""
+        return self._tokens(_WORD_OR_LINE_BREAK.findall(text.lower()))
+
+    def _tokens(self, words: list[str]) -> list[str]:
         if self._stem is None:
             return words
         stems = self._stems
@@ -103,6 +109,7 @@ class RougeScorer:
         except KeyError:
             if len(stems) > _MAX_STEMS:
                 stems.clear()
+                stems[_LINE_BREAK] = _LINE_BREAK
             for word in set(words).difference(stems):
                 stem = self._stem(word) if len(word) > 3 else word
                 stems[word] = stem if _VALID_TOKEN.match(stem) else None
@@ -111,52 +118,53 @@ class RougeScorer:
             return [t for t in tokens if t is not None]
         return tokens  # type: ignore[return-value]
 
-    def _sentences(self, text: str) -> list[list[str]]:
-        """Tokens of each line, as rouge-score splits a summary when ``split_summaries`` is off (its
-        default; so no nltk sentence data is needed). Lines without tokens are left out: they add
-        nothing to either count or to any union."""
-        sentences = (self._words(line) for line in text.lower().split("\n") if line)
-        return [tokens for tokens in sentences if tokens]
-
     def rouge_l(self, reference: str | Sequence[str], prediction: str) -> RougeScore:
         """ROUGE-L of ``prediction`` against ``reference``; with several references, the one of highest F
         (first on a tie), as rouge-score's ``score_multi`` and HELM do."""
         if not isinstance(reference, str):
             return _best(self.rouge_l(r, prediction) for r in reference)
-        return _rouge_l(self.tokenize(reference), self.tokenize(prediction))
+        return _rouge_l(*_token_ids(self.tokenize(reference), self.tokenize(prediction)))
 
     def rouge_lsum(self, reference: str | Sequence[str], prediction: str) -> RougeScore:
         """ROUGE-Lsum: summary-level LCS over sentences split at newlines, as rouge-score does when
         ``split_summaries`` is off (its default)."""
         if not isinstance(reference, str):
             return _best(self.rouge_lsum(r, prediction) for r in reference)
-        return _rouge_lsum(self._sentences(reference), self._sentences(prediction))
+        return _rouge_lsum(*_token_ids(self._lines(reference), self._lines(prediction)))
 
     def score(self, reference: str | Sequence[str], prediction: str) -> dict[str, RougeScore]:
         """ROUGE-L and ROUGE-Lsum together (``{'rougeL': ..., 'rougeLsum': ...}``), each text tokenized
-        once for both: a text's tokens are its lines' tokens end to end, since a newline separates tokens."""
+        once for both: a text's tokens are its lines' tokens end to end, since a line break separates tokens."""
         if not isinstance(reference, str):
             each = [self.score(r, prediction) for r in reference]
             return {name: _best(s[name] for s in each) for name in ("rougeL", "rougeLsum")}
-        ref_sents, can_sents = self._sentences(reference), self._sentences(prediction)
-        flat_ref = [t for s in ref_sents for t in s]
-        flat_can = [t for s in can_sents for t in s]
-        return {"rougeL": _rouge_l(flat_ref, flat_can), "rougeLsum": _rouge_lsum(ref_sents, can_sents)}
+        target, predicted = _token_ids(self._lines(reference), self._lines(prediction))
+        words = (
+            [t for t in target if t != _LINE_BREAK_ID],
+            [t for t in predicted if t != _LINE_BREAK_ID],
+        )
+        return {"rougeL": _rouge_l(*words), "rougeLsum": _rouge_lsum(target, predicted)}
 
 
-def _rouge_l(target: list[str], predicted: list[str]) -> RougeScore:
+def _rouge_l(target: list[int], predicted: list[int]) -> RougeScore:
     if not target or not predicted:
         return _ZERO
-    a, b = _token_ids(target, predicted)
-    return _score(_lcs_length(a, b), len(target), len(predicted))
+    return _score(_lcs_length(target, predicted), len(target), len(predicted))
 
 
-def _rouge_lsum(ref_sents: list[list[str]], can_sents: list[list[str]]) -> RougeScore:
-    if not ref_sents or not can_sents:
+def _rouge_lsum(target: list[int], predicted: list[int]) -> RougeScore:
+    """ROUGE-Lsum of token ids with ``_LINE_BREAK_ID`` between lines."""
+    m = len(target) - target.count(_LINE_BREAK_ID)
+    n = len(predicted) - predicted.count(_LINE_BREAK_ID)
+    if not m or not n:
         return _ZERO
-    m = sum(map(len, ref_sents))
-    n = sum(map(len, can_sents))
-    return _score(_summary_hits(ref_sents, can_sents), m, n)
+    if m == len(target) and n == len(predicted):
+        # One line each: the union is one LCS, and its tokens never exceed their counts.
+        return _score(_lcs_length(target, predicted), m, n)
+    from medhelm_core.metrics.union_lcs import summary_hits
+
+    hits = summary_hits(np.fromiter(target, np.int64, len(target)), np.fromiter(predicted, np.int64, len(predicted)))
+    return _score(hits, m, n)
 
 
 def rouge_l(reference: str | Sequence[str], prediction: str, *, use_stemmer: bool = True) -> RougeScore:
@@ -194,8 +202,9 @@ def _best(scores: Iterable[RougeScore]) -> RougeScore:
 
 
 def _token_ids(*token_lists: Sequence[str]) -> list[list[int]]:
-    """Tokens as small integers, one shared vocabulary: exact matching with no hash collisions."""
-    vocab: dict[str, int] = {}
+    """Tokens as small integers, one shared vocabulary: exact matching with no hash collisions. A line
+    break is ``_LINE_BREAK_ID``, the id :func:`~medhelm_core.metrics.union_lcs.summary_hits` splits at."""
+    vocab = {_LINE_BREAK: _LINE_BREAK_ID}
     return [[vocab.setdefault(t, len(vocab)) for t in tokens] for tokens in token_lists]
 
 
@@ -203,13 +212,3 @@ def _lcs_length(a: list[int], b: list[int]) -> int:
     from rapidfuzz.distance import LCSseq
 
     return int(LCSseq.similarity(a, b))
-
-
-def _summary_hits(ref_sents: list[list[str]], can_sents: list[list[str]]) -> int:
-    """rouge-score's ``_summary_level_lcs`` hit count (see :func:`~medhelm_core.metrics.union_lcs.summary_hits`)."""
-    if len(ref_sents) == 1 and len(can_sents) == 1:
-        # One sentence each: the union is one LCS, and its tokens never exceed their counts.
-        a, b = _token_ids(ref_sents[0], can_sents[0])
-        return _lcs_length(a, b)
-    ids = _token_ids(*ref_sents, *can_sents)
-    return summary_hits(ids[: len(ref_sents)], ids[len(ref_sents):])

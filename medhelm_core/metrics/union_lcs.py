@@ -1,4 +1,4 @@
-"""ROUGE-Lsum's union LCS, read out exactly as rouge-score reads it, with bit-parallel integer arithmetic.
+"""ROUGE-Lsum's union LCS, read out exactly as rouge-score reads it, by a compiled bit-parallel kernel.
 
 rouge-score fills an LCS table for every (reference sentence, candidate sentence) pair and walks it back
 from the bottom-right corner: on a match it goes diagonally, else left when ``T[i][j-1] > T[i-1][j]``,
@@ -10,70 +10,51 @@ Two facts make that walk cheap without any table:
   T[i-1][j]``" is the same as "left if the column drops from row i to row i-1, else up". Within a column
   the walk therefore climbs to the nearest row at or above it that matches or where the column drops,
   then goes diagonally (a match) or left (a drop).
-- A column of the table is one integer with a bit per reference row (Hyyro's bit-parallel LCS: a 0 bit
+- A column of the table is a bit vector with a bit per reference row (Hyyro's bit-parallel LCS: a 0 bit
   where the column drops), and "the nearest such row above, for every walker at once" is one addition on
-  the bit-reversed integer: its carry runs up through the rows where the walk keeps climbing.
+  the bit-reversed vector: its carry runs up through the rows where the walk keeps climbing.
 
-All reference sentences sit in one integer, each after a guard bit that stops carries between them, and
-that block is repeated once per candidate sentence of a group (candidate sentences right-aligned), so one
-column step serves every (reference sentence, candidate sentence) pair of the group: a handful of Python
-integer operations per column instead of a Python loop over every cell.
+All reference sentences sit in one vector of 64-bit words, each after a guard bit that stops carries
+between them, so each candidate sentence takes a few word operations per column for every reference
+sentence at once: its columns forwards (Hyyro's step), then one walker per reference sentence backwards.
+
+The kernel is compiled by numba and cached on disk: the first call after an install (or an edit of this
+file) compiles it, about 5 s of CPU; a later process loads it in about half a second.
+:mod:`~medhelm_core.metrics.rouge` imports this module on first use, as numba takes a while to import.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain
 
+import numba
 import numpy as np
 
-__all__ = ["summary_hits", "union_lcs_mask"]
+__all__ = ["LINE_BREAK", "summary_hits", "union_lcs_mask"]
 
-#: Most table cells (reference tokens x candidate columns) one group of candidate sentences holds at once.
-_TABLE_CELLS = 1 << 24
+#: The token id that separates lines in :func:`summary_hits`'s input.
+LINE_BREAK = 0
 
-# Reverses the bits of each byte: with the byte order reversed too, it reverses a whole integer.
-_REVERSE = bytes(int(f"{b:08b}"[::-1], 2) for b in range(256))
+#: Most 64-bit words of table columns held at once (16 MB); past it the reference sentences are taken in
+#: chunks, so memory stays bounded however long the texts (one sentence pair is always taken whole).
+_TABLE_WORDS = 1 << 21
 
-
-class _Block:
-    """One copy of the reference sentences as bits: sentence k's rows after a guard bit, in order."""
-
-    def __init__(self, tokens: np.ndarray, lengths: np.ndarray, vocabulary: int) -> None:
-        width = int(lengths.sum()) + len(lengths)
-        self.width = width
-        self.nbytes = (width + 7) // 8
-        guards = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))
-        is_row = np.zeros(self.nbytes * 8, dtype=bool)
-        is_row[:width] = True
-        is_row[guards] = False
-        #: the bit of each reference token, in reference order
-        self.row_bits = np.flatnonzero(is_row)
-        self.rows = _as_int(is_row)
-        self.guards = _as_int(_mask(guards, self.nbytes))
-        self.last_rows = _as_int(_mask(guards + lengths, self.nbytes))
-        # Each token's match bits as little-endian bytes, one row per token id (and a last row of zeros):
-        # rows picked per column and read as one integer give that column's match bits in every copy.
-        present = np.flatnonzero(np.bincount(tokens, minlength=vocabulary))
-        #: each token id's row in ``match``: a token no reference holds gets the last row, all zeros
-        self.row_of = np.full(vocabulary, len(present), dtype=np.int64)
-        self.row_of[present] = np.arange(len(present))
-        matrix = np.zeros((len(present) + 1, self.nbytes * 8), dtype=bool)
-        matrix[self.row_of[tokens], self.row_bits] = True
-        self.match = np.packbits(matrix, axis=1, bitorder="little")
-        # The same bits reversed within each byte: read big-endian, they are the bit-reversed integer.
-        self.match_reversed = np.frombuffer(self.match.tobytes().translate(_REVERSE), dtype=np.uint8).reshape(
-            self.match.shape)
+_ONE = np.uint64(1)
+#: (shift, mask) of each swap that reverses a 64-bit word: odd and even bits, pairs, ..., the two halves.
+_SWAPS = tuple((np.uint64(shift), np.uint64(mask)) for shift, mask in (
+    (1, 0x5555555555555555), (2, 0x3333333333333333), (4, 0x0F0F0F0F0F0F0F0F),
+    (8, 0x00FF00FF00FF00FF), (16, 0x0000FFFF0000FFFF), (32, 0x00000000FFFFFFFF)))
 
 
-def _mask(positions: np.ndarray, nbytes: int) -> np.ndarray:
-    mask = np.zeros(nbytes * 8, dtype=bool)
-    mask[positions] = True
-    return mask
-
-
-def _as_int(mask: np.ndarray) -> int:
-    return int.from_bytes(np.packbits(mask, bitorder="little").tobytes(), "little")
+def _compiled(function: Callable) -> Callable:
+    """``numba.njit(cache=True)``: compiled once and kept on disk, next to this file or, where that is
+    read-only, in the user's cache directory (or ``NUMBA_CACHE_DIR``). Where there is no writable place at
+    all, numba refuses to cache at import; then the kernel is compiled in each process instead."""
+    try:
+        return numba.njit(cache=True, nogil=True)(function)
+    except RuntimeError:  # "cannot cache function ...: no locator available for file ..."
+        return numba.njit(nogil=True)(function)
 
 
 def union_lcs_mask(refs: Sequence[Sequence[int]], cands: Sequence[Sequence[int]]) -> np.ndarray:
@@ -90,31 +71,34 @@ def union_lcs_mask(refs: Sequence[Sequence[int]], cands: Sequence[Sequence[int]]
     >>> union_lcs_mask([[1, 2, 3], [4, 1]], [[1, 3], [2]]).tolist()
     [True, True, True, False, True]
     """
-    return _union_mask(*_flat(refs), [c for c in cands if len(c)])
+    ref_tokens, ref_lengths = _flat(refs)
+    cand_tokens, cand_lengths = _flat(cands)
+    if not len(ref_tokens) or not len(cand_tokens):
+        return np.zeros(len(ref_tokens), dtype=bool)
+    return _union_kernel(ref_tokens, ref_lengths, cand_tokens, cand_lengths, _TABLE_WORDS)
 
 
-def summary_hits(refs: Sequence[Sequence[int]], cands: Sequence[Sequence[int]]) -> int:
-    """rouge-score's ``_summary_level_lcs`` hit count: the union LCS of each reference sentence with every
-    candidate sentence, each token counted at most as often as it occurs on both sides.
+def summary_hits(reference: np.ndarray, prediction: np.ndarray) -> int:
+    """rouge-score's ``_summary_level_lcs`` hit count: the union LCS of each reference line with every
+    prediction line, each token counted at most as often as it occurs on both sides.
 
     rouge-score walks the union tokens in order, decrementing both sides' counts; a union token never
-    outnumbers its reference count, so only the candidate's count binds and the total is, per token,
-    ``min(times in the unions, times in the candidate)``, whatever the order.
+    outnumbers its reference count, so only the prediction's count binds and the total is, per token,
+    ``min(times in the unions, times in the prediction)``, whatever the order.
+
+    Parameters
+    ----------
+    reference, prediction : 1-D int64 arrays
+        Each text's token ids (small non-negative integers, one vocabulary for both), its lines separated by
+        :data:`LINE_BREAK`; empty lines are allowed.
 
     Examples
     --------
-    >>> summary_hits([[1, 2, 3], [4, 1]], [[1, 3], [2]])  # 1 is twice in the unions, once in the candidate
+    >>> reference = np.array([1, 2, 3, LINE_BREAK, 4, 1])  # the lines "1 2 3" and "4 1"
+    >>> summary_hits(reference, np.array([1, 3, LINE_BREAK, 2]))  # 1 is twice in the unions, once here
     3
     """
-    ref_tokens, ref_lengths = _flat(refs)
-    cands = [c for c in cands if len(c)]
-    cand_tokens = _flat(cands)[0]
-    if not len(ref_tokens) or not len(cand_tokens):
-        return 0
-    vocabulary = 1 + max(int(ref_tokens.max()), int(cand_tokens.max()))
-    in_candidate = np.bincount(cand_tokens, minlength=vocabulary)
-    on_union = ref_tokens[_union_mask(ref_tokens, ref_lengths, cands, cand_tokens, in_candidate)]
-    return int(np.minimum(np.bincount(on_union, minlength=vocabulary), in_candidate).sum())
+    return int(_summary_hits(reference, prediction, _TABLE_WORDS))
 
 
 def _flat(sentences: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -122,94 +106,207 @@ def _flat(sentences: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     return np.fromiter(chain.from_iterable(sentences), dtype=np.int64, count=int(lengths.sum())), lengths
 
 
-def _union_mask(ref_tokens: np.ndarray, ref_lengths: np.ndarray, cands: list[Sequence[int]],
-                cand_tokens: np.ndarray | None = None, in_candidate: np.ndarray | None = None) -> np.ndarray:
-    union = np.zeros(len(ref_tokens), dtype=bool)
-    if not len(ref_tokens) or not cands:
-        return union
-    if in_candidate is None:
-        cand_tokens = _flat(cands)[0] if cand_tokens is None else cand_tokens
-        vocabulary = 1 + max(int(ref_tokens.max()), int(cand_tokens.max()))
-        in_candidate = np.bincount(cand_tokens, minlength=vocabulary)
+@_compiled
+def _summary_hits(reference: np.ndarray, prediction: np.ndarray, table_words: int) -> int:  # pragma: no cover
+    """:func:`summary_hits`, compiled: the prediction's count of each token decremented as rouge-score does."""
+    ref_tokens, ref_lengths = _split_lines(reference)
+    cand_tokens, cand_lengths = _split_lines(prediction)
+    if not len(ref_tokens) or not len(cand_tokens):
+        return 0
+    union = _union_kernel(ref_tokens, ref_lengths, cand_tokens, cand_lengths, table_words)
+    vocabulary = 1 + max(ref_tokens.max(), cand_tokens.max())
+    in_candidate = np.zeros(vocabulary, dtype=np.int64)
+    for t in cand_tokens:
+        in_candidate[t] += 1
+    hits = 0
+    for p in range(len(ref_tokens)):
+        if union[p] and in_candidate[ref_tokens[p]]:
+            in_candidate[ref_tokens[p]] -= 1
+            hits += 1
+    return hits
+
+
+@_compiled
+def _split_lines(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """A text's tokens without its line breaks, and the length of each line that has tokens."""
+    tokens = np.empty(len(text), dtype=np.int64)
+    lengths = np.empty(len(text), dtype=np.int64)
+    n_tokens = 0
+    lines = 0
+    length = 0
+    for t in text:
+        if t != LINE_BREAK:
+            tokens[n_tokens] = t
+            n_tokens += 1
+            length += 1
+        elif length:
+            lengths[lines] = length
+            lines += 1
+            length = 0
+    if length:
+        lengths[lines] = length
+        lines += 1
+    return tokens[:n_tokens], lengths[:lines]
+
+
+@_compiled
+def _union_kernel(ref_tokens: np.ndarray, ref_lengths: np.ndarray, cand_tokens: np.ndarray,
+                  cand_lengths: np.ndarray, table_words: int) -> np.ndarray:  # pragma: no cover - compiled
+    """The union mask over ``ref_tokens``: every candidate sentence against every reference sentence.
+
+    Reference sentence k's guard is bit ``starts[k] - 1`` and its rows the ``lengths[k]`` bits after it, of
+    a vector of ``n_words`` words; the walk uses the same vector bit-reversed, as ``rev_*`` arrays.
+    """
+    vocabulary = 1 + max(ref_tokens.max(), cand_tokens.max())
+    in_candidate = np.zeros(vocabulary, dtype=np.bool_)
+    for t in cand_tokens:
+        in_candidate[t] = True
     # A reference token that no candidate sentence holds matches nothing: its row of every table equals the
-    # row above, and the walk climbs straight through it, so leaving it out changes no read-out.
-    kept = in_candidate[ref_tokens] > 0
-    if not kept.any():
-        return union
-    lengths = np.bincount(np.repeat(np.arange(len(ref_lengths)), ref_lengths)[kept], minlength=len(ref_lengths))
-    block = _Block(ref_tokens[kept], lengths[lengths > 0], len(in_candidate))
-    bits = np.zeros(block.nbytes * 8, dtype=bool)
-    for group in _groups(cands, block.width):
-        bits |= _group_union(block, group)
-    union[kept] = bits[block.row_bits]
+    # row above, and the walk climbs straight through it, so leaving it out (and off the union) changes no
+    # read-out. ``bits`` holds each reference token's row bit, -1 for those left out.
+    n_refs = len(ref_lengths)
+    starts = np.empty(n_refs, dtype=np.int64)
+    lengths = np.zeros(n_refs, dtype=np.int64)
+    bits = np.full(len(ref_tokens), -1, dtype=np.int64)
+    bit = 0
+    p = 0
+    for k in range(n_refs):
+        starts[k] = bit + 1
+        for _ in range(ref_lengths[k]):
+            if in_candidate[ref_tokens[p]]:
+                bits[p] = starts[k] + lengths[k]
+                lengths[k] += 1
+            p += 1
+        bit += 1 + lengths[k]
+    n_words = (bit + 63) >> 6
+    rows = np.zeros(n_words, dtype=np.uint64)
+    rev_guards = np.zeros(n_words, dtype=np.uint64)
+    for k in range(n_refs):
+        _set_bit(rev_guards, n_words * 64 - starts[k])
+    # Match bits of each distinct reference token left in, and a last row of zeros for the candidate tokens
+    # no reference holds; both ways round.
+    row_of = np.full(vocabulary, -1, dtype=np.int64)
+    distinct = 0
+    for p in range(len(ref_tokens)):
+        if bits[p] >= 0 and row_of[ref_tokens[p]] < 0:
+            row_of[ref_tokens[p]] = distinct
+            distinct += 1
+    for t in range(vocabulary):
+        if row_of[t] < 0:
+            row_of[t] = distinct
+    match = np.zeros((distinct + 1, n_words), dtype=np.uint64)
+    for p in range(len(ref_tokens)):
+        if bits[p] >= 0:
+            _set_bit(rows, bits[p])
+            _set_bit(match[row_of[ref_tokens[p]]], bits[p])
+    rev_match = np.empty((distinct + 1, n_words), dtype=np.uint64)
+    for t in range(distinct + 1):
+        for w in range(n_words):
+            rev_match[t, n_words - 1 - w] = _reverse(match[t, w])
+
+    rev_union = np.zeros(n_words, dtype=np.uint64)
+    longest_words = ((lengths.max() + 1 + 63) >> 6) + 1  # words one sentence can straddle
+    most = cand_lengths.max()
+    columns = np.empty(max(min(table_words, most * n_words), most * longest_words), dtype=np.uint64)
+    cand_first = 0
+    for n in cand_lengths:
+        cand = cand_tokens[cand_first : cand_first + n]
+        cand_first += n
+        if n == 0:
+            continue
+        # Reference sentences k0..k1-1 at once, words w0..w1-1: as many as fit the table, at least one.
+        k0 = 0
+        while k0 < n_refs:
+            w0 = (starts[k0] - 1) >> 6
+            k1 = k0 + 1
+            while k1 < n_refs and n * (((starts[k1] + lengths[k1] - 1) >> 6) + 1 - w0) <= table_words:
+                k1 += 1
+            w1 = ((starts[k1 - 1] + lengths[k1 - 1] - 1) >> 6) + 1
+            _fill_climbable(columns, rows, match, row_of, cand, w0, w1)
+            _walk(columns, rev_match, row_of, rev_guards, starts[k0:k1], lengths[k0:k1], cand, w0, w1, rev_union)
+            k0 = k1
+    union = np.empty(len(ref_tokens), dtype=np.bool_)
+    for p in range(len(ref_tokens)):
+        union[p] = bits[p] >= 0 and _get_bit(rev_union, n_words * 64 - 1 - bits[p])
     return union
 
 
-def _groups(cands: list[Sequence[int]], width: int) -> list[list[Sequence[int]]]:
-    """Candidate sentences of similar length in groups whose padded tables fit the cell budget, so short
-    sentences are not padded to a long one's length and memory stays bounded however long the texts."""
-    groups: list[list[Sequence[int]]] = []
-    total = 0
-    for c in sorted(cands, key=len):
-        # Right-aligned in a group, every copy is as long as the group's longest (the last one added).
-        padded = (len(groups[-1]) + 1) * len(c) if groups else 0
-        if not groups or padded * width > _TABLE_CELLS or padded > 2 * (total + len(c)):
-            groups.append([])
-            total = 0
-        groups[-1].append(c)
-        total += len(c)
-    return groups
+@_compiled
+def _fill_climbable(columns: np.ndarray, rows: np.ndarray, match: np.ndarray, row_of: np.ndarray,
+                    cand: np.ndarray, w0: int, w1: int) -> None:  # pragma: no cover - compiled
+    """For each candidate token j, the rows of words w0..w1-1 where the walk climbs on in column j (no drop,
+    no match), bit-reversed, at ``columns[j * width:][:width]``.
+
+    Hyyro's step ``v' = (v + (v & m)) | (v & ~m)`` makes each column from the one before; its mask keeps
+    guard bits at 0, so no carry passes from one sentence to the next.
+    """
+    width = w1 - w0
+    v = rows[w0:w1].copy()
+    for j in range(len(cand)):
+        m = match[row_of[cand[j]]]
+        carry = np.uint64(0)
+        for w in range(width):
+            x = v[w]
+            not_m = ~m[w0 + w]
+            t = x + (x & m[w0 + w])
+            s = t + carry
+            carry = np.uint64((t < x) | (s < t))
+            v[w] = (s | (x & not_m)) & rows[w0 + w]
+            columns[j * width + width - 1 - w] = _reverse(v[w] & not_m)
 
 
-def _group_union(block: _Block, group: list[Sequence[int]]) -> np.ndarray:
-    """The union bits (one block's worth) of every reference sentence against the group's sentences."""
-    copies = len(group)
-    nbytes = block.nbytes * copies
-    depth = max(len(c) for c in group)
-    # Column j of each copy holds its candidate's token, right-aligned: leading columns match nothing,
-    # which leaves the table at 0 there, as if the candidate started later.
-    lengths = np.array([len(c) for c in group], dtype=np.int64)
-    grid = np.full((copies, depth), len(block.match) - 1, dtype=np.int64)
-    grid[np.arange(depth) >= (depth - lengths)[:, None]] = block.row_of[
-        np.fromiter(chain.from_iterable(group), dtype=np.int64, count=int(lengths.sum()))]
-    grid = grid.T
-    forward = memoryview(block.match[grid].tobytes())
-    reverse = memoryview(block.match_reversed[grid].tobytes())
+@_compiled
+def _walk(columns: np.ndarray, rev_match: np.ndarray, row_of: np.ndarray, rev_guards: np.ndarray,
+          starts: np.ndarray, lengths: np.ndarray, cand: np.ndarray, w0: int, w1: int,
+          rev_union: np.ndarray) -> None:  # pragma: no cover - compiled
+    """rouge-score's ``_backtrack_norec`` for reference sentences (their ``starts`` and ``lengths``) against
+    one candidate sentence whose climbable columns are filled, one walker per sentence, all at once.
 
-    def repeat(value: int) -> bytes:
-        return value.to_bytes(block.nbytes, "little") * copies
-
-    rows = int.from_bytes(repeat(block.rows), "little")
-    v = rows
-    climbable = []  # per column: rows where the walk climbs on (no drop, no match), little-endian bytes
-    for j in range(depth):
-        m = int.from_bytes(forward[j * nbytes : (j + 1) * nbytes], "little")
-        u = v & m
-        v = ((v + u) | (v ^ u)) & rows  # Hyyro's step (v - u == v ^ u, as u is within v); guards stay 0
-        climbable.append((v ^ (v & m)).to_bytes(nbytes, "little"))  # v & ~m, without a negative integer
-    # Bit-reversed, so that climbing a column (row i to i-1) is a carry towards higher bits: reversing
-    # each byte's bits and reading the bytes big-endian reverses the whole integer.
-    climbable_reversed = memoryview(b"".join(climbable).translate(_REVERSE))
-    guards = _reversed(repeat(block.guards))
-    at = _reversed(repeat(block.last_rows))  # one walker per (reference, candidate) pair, at its last row
-    union = 0
-    for j in range(depth - 1, -1, -1):
-        climb = int.from_bytes(climbable_reversed[j * nbytes : (j + 1) * nbytes], "big")
-        ended = climb + at
-        # Each walker's nearest row at or above it that matches or drops, or its guard (ended & ~climb).
-        stop = ended ^ (ended & climb)
-        hit = stop & int.from_bytes(reverse[j * nbytes : (j + 1) * nbytes], "big")
-        union |= hit
-        at = stop + hit  # a match goes diagonally (one row up), a drop goes left (the same row)
-        done = at & guards
-        if done:
-            at ^= done
-            if not at:
-                break
-    raw = np.frombuffer(union.to_bytes(nbytes, "big").translate(_REVERSE), dtype=np.uint8)
-    return np.unpackbits(raw, bitorder="little").reshape(copies, block.nbytes * 8).any(axis=0)
+    In the bit-reversed vector climbing a column is a carry: ``climb + at`` carries each walker up through
+    the rows it climbs, to the nearest row that matches or drops (or to its guard, where its walk ends). A
+    match then moves it one row up (diagonally), a drop leaves it on its row (one column left).
+    """
+    width = w1 - w0
+    r0 = len(rev_union) - w1  # the words' first index in the reversed vector
+    at = np.zeros(width, dtype=np.uint64)
+    for k in range(len(starts)):
+        if lengths[k]:
+            _set_bit(at, w1 * 64 - starts[k] - lengths[k])
+    for j in range(len(cand) - 1, -1, -1):
+        m = rev_match[row_of[cand[j]]]
+        carry_up = np.uint64(0)
+        carry_diagonal = np.uint64(0)
+        walking = np.uint64(0)
+        for w in range(width):
+            climb = columns[j * width + w]
+            t = climb + at[w]
+            ended = t + carry_up
+            carry_up = np.uint64((t < climb) | (ended < t))
+            stop = ended & ~climb
+            hit = stop & m[r0 + w]
+            rev_union[r0 + w] |= hit
+            t = stop + hit
+            moved = t + carry_diagonal
+            carry_diagonal = np.uint64((t < stop) | (moved < t))
+            at[w] = moved & ~rev_guards[r0 + w]  # a walker on its guard has climbed past row 1: done
+            walking |= at[w]
+        if not walking:
+            return
 
 
-def _reversed(little_endian: bytes) -> int:
-    """The integer whose little-endian bytes are given, with its bits reversed."""
-    return int.from_bytes(little_endian.translate(_REVERSE), "big")
+@_compiled
+def _set_bit(words: np.ndarray, b: int) -> None:  # pragma: no cover - compiled
+    words[b >> 6] |= _ONE << np.uint64(b & 63)
+
+
+@_compiled
+def _get_bit(words: np.ndarray, b: int) -> bool:  # pragma: no cover - compiled
+    return bool((words[b >> 6] >> np.uint64(b & 63)) & _ONE)
+
+
+@_compiled
+def _reverse(x: np.uint64) -> np.uint64:  # pragma: no cover - compiled
+    """The 64 bits of x in reverse order: swap halves, then quarters within them, down to single bits."""
+    for shift, mask in _SWAPS:
+        x = ((x >> shift) & mask) | ((x & mask) << shift)
+    return x

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 
 from medhelm_core.metrics import RougeScorer, rouge_l, rouge_lsum
@@ -123,11 +125,11 @@ def test_non_latin_text_scores_zero_as_in_rouge_score():
 
 
 def test_rouge_lsum_in_small_memory_chunks_scores_the_same(monkeypatch):
-    # Long texts are processed in chunks of reference and candidate sentences to bound memory; a tiny
-    # budget forces one sentence pair per table and must not change a score.
+    # Long texts are processed in chunks of reference sentences to bound memory; a tiny budget forces one
+    # reference sentence per table and must not change a score.
     import medhelm_core.metrics.union_lcs as module
 
-    monkeypatch.setattr(module, "_TABLE_CELLS", 50)
+    monkeypatch.setattr(module, "_TABLE_WORDS", 1)
     rng = random.Random(11)
     ours = RougeScorer(use_stemmer=False)
     theirs = rouge_scorer.RougeScorer(["rougeLsum"], use_stemmer=False)
@@ -135,3 +137,16 @@ def test_rouge_lsum_in_small_memory_chunks_scores_the_same(monkeypatch):
         reference = "\n".join(_random_text(rng, rng.randint(0, 15), WORDS[:5]) for _ in range(rng.randint(1, 6)))
         prediction = "\n".join(_random_text(rng, rng.randint(0, 15), WORDS[:5]) for _ in range(rng.randint(1, 6)))
         _assert_same(ours.rouge_lsum(reference, prediction), theirs.score(reference, prediction)["rougeLsum"])
+
+
+# Few words, two of them one stem: many ties. Lines of up to 140 words span two and three 64-bit words.
+lines_of_words = st.lists(st.lists(st.sampled_from(["fever", "fevers", "cough", "the", "pain."]), max_size=140),
+                          min_size=1, max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(reference=lines_of_words, prediction=lines_of_words, separator=st.sampled_from(["\n", "\n\n", " \r\n"]))
+def test_rouge_lsum_equals_rouge_score_on_any_lines_with_ties(reference, prediction, separator):
+    theirs = rouge_scorer.RougeScorer(["rougeLsum"], use_stemmer=True)
+    reference, prediction = (separator.join(" ".join(line) for line in text) for text in (reference, prediction))
+    _assert_same(rouge_lsum(reference, prediction), theirs.score(reference, prediction)["rougeLsum"])
