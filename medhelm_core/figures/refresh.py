@@ -19,7 +19,6 @@ also logged with its traceback. Nothing here knows Streamlit: the page reads a :
 from __future__ import annotations
 
 import ctypes
-import gc
 import logging
 import threading
 import time
@@ -303,10 +302,7 @@ def release_free_memory() -> None:
     A recompute of a 20,000-item study allocates and frees tens of MB of temporary frames in its own thread's
     heap arena; glibc keeps them, so the app's resident memory grew by the recompute's peak each time (by about
     35 MB per arena measured here) although the figures kept are small. A trim costs a few milliseconds.
-    Reference cycles among the frames freed (pandas keeps some) are collected first, or their memory would stay
-    until the collector next runs: at 20,000 items, 510 MB resident before collecting and trimming, 350 after.
     """
-    gc.collect()
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
