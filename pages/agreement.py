@@ -150,6 +150,8 @@ def extra_table(name: str) -> pd.DataFrame | None:
     extra_note = figures.freshness_note(seen)
     if extra_note and (seen.error is not None or not note):  # the note above already says the page is updating
         st.caption(markdown_literal(extra_note))
+    if seen.updating:
+        rerun_when(lambda: not figures.extra_updating(key, name))
     return seen.value
 
 

@@ -419,8 +419,14 @@ def extra_figures(engine: Engine, key: FigureKey, version: Hashable, name: str) 
 
 
 def figures_updating(key: FigureKey) -> bool:
-    """True while newer figures for ``key`` (or one of its extra tables) are being computed."""
-    return FIGURE_STORE.updating(key) or any(EXTRA_STORE.updating((key, name)) for name in EXTRAS)
+    """True while newer figures for ``key`` are being computed (its extra tables: :func:`extra_updating`)."""
+    return FIGURE_STORE.updating(key)
+
+
+def extra_updating(key: FigureKey, name: str) -> bool:
+    """True while a newer extra table ``name`` for ``key`` is being computed: a page polls each of the three on
+    its own, so that what is current is drawn at once rather than when the slowest is done."""
+    return EXTRA_STORE.updating((key, name))
 
 
 def retry_figures(key: FigureKey) -> None:

@@ -308,9 +308,10 @@ def test_the_extra_tables_follow_on_their_own_and_never_hold_back_the_figures(sm
     assert "have changed since" in freshness_note(seen)
     assert held.started.wait(timeout=60)  # the table's update has begun: it waited for the current figures ...
     assert agreement_figures(engine, key, after).current  # ... which are current while the table is still computed
-    assert figures_module.figures_updating(key)  # the page keeps polling until the table is done too
+    assert not figures_module.figures_updating(key)  # the page draws the current figures now ...
+    assert figures_module.extra_updating(key, "robust")  # ... and keeps polling for the table
     held.release.set()
     assert wait_for_updates(timeout=60)
     assert extra_figures(engine, key, after, "robust").value == "robust at the new version"
-    assert not figures_module.figures_updating(key)
+    assert not figures_module.extra_updating(key, "robust")
     engine.dispose()
