@@ -147,7 +147,7 @@ def extra_table(name: str) -> pd.DataFrame | None:
     if seen.figures is None:
         st.error(markdown_literal(figures.failure_reason(seen.error)))
         return None
-    extra_note = figures.freshness_note(seen)
+    extra_note = figures.freshness_note(seen, "table")
     if extra_note and (seen.error is not None or not note):  # the note above already says the page is updating
         st.caption(markdown_literal(extra_note))
     if seen.updating:

@@ -443,15 +443,19 @@ def wait_for_updates(timeout: float | None = None) -> bool:
     return EXTRA_STORE.wait_all(timeout) and FIGURE_STORE.wait_all(timeout) and DATA_STORE.wait_all(timeout)
 
 
-def freshness_note(seen: Lookup[AgreementFigures]) -> str | None:
+def freshness_note(seen: Lookup, what: str = "figures") -> str | None:
     """What the page says above figures that are not current (None when they are): how old they are, and
-    whether newer ones are coming or failed."""
+    whether newer ones are coming or failed. ``what`` names them: "figures" (the page's), or "table" (one of the
+    extra tables, which are current on their own)."""
     if seen.figures is None or seen.current:
         return None
     as_of = seen.figures.started_at.astimezone().strftime("%H:%M:%S %Z")
+    these = "The figures below are" if what == "figures" else f"This {what} is"
     if seen.error is not None:
-        return (f"Updating the figures failed: {failure_reason(seen.error)}. The figures below are as of {as_of}, "
-                "before the study's latest ratings, verdicts or scores.")
+        return (f"Updating the {what} failed: {failure_reason(seen.error)}. {these} as of {as_of}, before the "
+                "study's latest ratings, verdicts or scores.")
+    if what != "figures":
+        return f"{these} as of {as_of}: an updated one is being computed; the page refreshes by itself."
     return (f"Figures as of {as_of}: the study's ratings, verdicts or scores have changed since. Updating in the "
             "background; the page refreshes by itself.")
 
