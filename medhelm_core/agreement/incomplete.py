@@ -214,12 +214,13 @@ def _pair_figures(
     sizes = np.array([x.size for _, x, _ in pairs])
     starts = np.concatenate([[0], np.cumsum(sizes)])
     blocks = sparse.csr_matrix((np.ones(starts[-1]), np.arange(starts[-1]), starts))
+    segment = np.repeat(np.arange(sizes.size), sizes)  # each stacked value's block
     x = np.concatenate([p[1] for p in pairs])
     y = np.concatenate([p[2] for p in pairs])
-    ranks = [_segment_ranks(values, sizes) for values in (x, y)]
+    ranks = [_segment_ranks(values, segment, starts) for values in (x, y)]
     varies = np.array([np.ptp(p[1]) > 0 and np.ptp(p[2]) > 0 for p in pairs])  # else no correlation is defined
-    pearson = np.where(varies, _segment_correlation(blocks, sizes, x, y), np.nan)
-    spearman = np.where(varies, _segment_correlation(blocks, sizes, *ranks), np.nan)
+    pearson = np.where(varies, _segment_correlation(blocks, segment, x, y), np.nan)
+    spearman = np.where(varies, _segment_correlation(blocks, segment, *ranks), np.nan)
     if standardize:
         x = np.concatenate([zscore_within(p[1]) for p in pairs])
         y = np.concatenate([zscore_within(p[2]) for p in pairs])
@@ -235,18 +236,18 @@ def _pair_figures(
                    note=undefined_note(float(icc[n]), float(low[n]), float(high[n])))
 
 
-def _segment_ranks(values: Float, sizes: NDArray[np.int64]) -> Float:
+def _segment_ranks(values: Float, segment: NDArray[np.intp], starts: NDArray[np.intp]) -> Float:
     """Each block's values ranked within the block (ties get their average rank), in one ranking: the blocks are
-    ranked as one sequence keyed by (block, value), and each block's first rank is taken back to 1."""
-    segment = np.repeat(np.arange(sizes.size), sizes)
+    ranked as one sequence keyed by (block, value), and each block's first rank (at ``starts``) is taken back
+    to 1."""
     _, codes = np.unique(values, return_inverse=True)
     ranked = stats.rankdata(segment * (int(codes.max()) + 1) + codes)
-    return ranked - np.repeat(np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
+    return ranked - starts[segment]
 
 
-def _segment_correlation(blocks: sparse.csr_matrix, sizes: NDArray[np.int64], x: Float, y: Float) -> Float:
+def _segment_correlation(blocks: sparse.csr_matrix, segment: NDArray[np.intp], x: Float, y: Float) -> Float:
     """Pearson's r within each block of ``x`` and ``y`` (two-pass: centred on each block's mean)."""
-    segment = np.repeat(np.arange(sizes.size), sizes)
+    sizes = np.bincount(segment)
     dx = x - (blocks @ x / sizes)[segment]
     dy = y - (blocks @ y / sizes)[segment]
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -175,8 +175,20 @@ def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None 
     """
     identity = item_identity_frame(session, study)
     run = study_jury_run(session, study, jury_run_id, or_newest=True)
-    parts, block, settings = _read_benchmarks(session, study, run, identity, None, {})
-    return _assemble(session, study, run, identity, parts, block, settings)
+    gold = gold_item_ids(session, study)
+    parts, long, settings = _read_benchmarks(session, study, run, identity, None, {}, gold)
+    return DashboardData(
+        study_id=int(study.id),
+        study_name=study.name,
+        rubric=rubric_spec(session, study.rubric_id),
+        long=long,
+        items=identity.assign(item_id=identity["item_id"].astype(str)),
+        jury_run=_run_info(run, parts) if run is not None else None,
+        metric_settings=settings,
+        gold_items=len(gold),
+        speed=_speed(parts, study),
+        parts=parts,
+    )
 
 
 def reload_dashboard_data(
@@ -198,7 +210,9 @@ def reload_dashboard_data(
     changed = sorted(set(changed) & known)
     chosen = {m: s["settings_hash"] for m, s in previous.metric_settings.items()}
     judges = frozenset(previous.jury_run.judges) if previous.jury_run else frozenset()
-    fresh, block, _ = _read_benchmarks(session, study, run, identity, changed, chosen, several_judges=len(judges) > 1)
+    gold = gold_item_ids(session, study)
+    fresh, block, _ = _read_benchmarks(session, study, run, identity, changed, chosen, gold,
+                                       several_judges=len(judges) > 1)
     parts = {b: p for b, p in previous.parts.items() if b not in fresh} | fresh
     if _chosen_variants(parts) != chosen or _judges(parts) != judges:
         return load_dashboard_data(session, study, jury_run_id)
@@ -206,13 +220,12 @@ def reload_dashboard_data(
     long = pd.concat([kept, block], ignore_index=True)
     order = np.argsort(pd.factorize(long["benchmark"], sort=True)[0], kind="stable")
     long = long.take(order).reset_index(drop=True)
-    firsts = pd.concat([parts[b].firsts for b in sorted(parts)], ignore_index=True)
     return replace(
         previous,
         long=long,
         jury_run=_run_info(run, parts) if run is not None else None,
-        gold_items=len(gold_item_ids(session, study)),
-        speed=speed_of_first_submissions(firsts, study.speed_threshold_seconds),
+        gold_items=len(gold),
+        speed=_speed(parts, study),
         parts=parts,
     )
 
@@ -224,10 +237,11 @@ def _read_benchmarks(
     identity: pd.DataFrame,
     benchmarks: Sequence[str] | None,
     chosen: dict[str, str],
+    gold: Collection[int],
     several_judges: bool | None = None,
 ) -> tuple[dict[str, BenchmarkPart], pd.DataFrame, dict[str, dict[str, Any]]]:
-    """The scores of ``benchmarks`` (None: all): their parts, their rows of the long table (sorted, gold items
-    left out, item ids as strings) and, on a whole read (``chosen`` empty), each metric's chosen variant."""
+    """The scores of ``benchmarks`` (None: all): their parts, their rows of the long table (sorted, the ``gold``
+    items left out, item ids as strings) and, on a whole read (``chosen`` empty), each metric's chosen variant."""
     clinicians = clinician_ratings_frame(session, study, benchmarks=benchmarks)
     judged = judge_scores_frame(session, run.id, benchmarks=benchmarks) if run is not None else None
     metric_rows = metric_score_rows(session, study, benchmarks=benchmarks)
@@ -255,7 +269,7 @@ def _read_benchmarks(
     rows.append(chosen_metric_long(metric_rows, chosen, identity))
     rows = [r for r in rows if not r.empty]
     block = pd.concat(rows, ignore_index=True)[LONG_COLUMNS] if rows else pd.DataFrame(columns=LONG_COLUMNS)
-    block = without_items(block, gold_item_ids(session, study))
+    block = without_items(block, gold)
     return parts, _sorted_long(block), settings
 
 
@@ -269,29 +283,12 @@ def _sorted_long(long: pd.DataFrame) -> pd.DataFrame:
     return long.take(order).reset_index(drop=True).astype({"item_id": str, "rater_id": str})
 
 
-def _assemble(
-    session: Session,
-    study: Study,
-    run: JuryRun | None,
-    identity: pd.DataFrame,
-    parts: dict[str, BenchmarkPart],
-    long: pd.DataFrame,
-    settings: dict[str, dict[str, Any]],
-) -> DashboardData:
-    firsts = pd.concat([parts[b].firsts for b in sorted(parts)], ignore_index=True) if parts else \
-        first_submissions_frame(session, study)
-    return DashboardData(
-        study_id=int(study.id),
-        study_name=study.name,
-        rubric=rubric_spec(session, study.rubric_id),
-        long=long,
-        items=identity.assign(item_id=identity["item_id"].astype(str)),
-        jury_run=_run_info(run, parts) if run is not None else None,
-        metric_settings=settings,
-        gold_items=len(gold_item_ids(session, study)),
-        speed=speed_of_first_submissions(firsts, study.speed_threshold_seconds),
-        parts=parts,
-    )
+def _speed(parts: Mapping[str, BenchmarkPart], study: Study) -> pd.DataFrame:
+    """Each clinician's speed flags over the first submissions of every benchmark's items."""
+    firsts = [parts[b].firsts for b in sorted(parts)]
+    if not firsts:  # a study without items
+        return pd.DataFrame(columns=list(SPEED_SUMMARY_COLUMNS))
+    return speed_of_first_submissions(pd.concat(firsts, ignore_index=True), study.speed_threshold_seconds)
 
 
 def _verdict_counts(verdicts: pd.DataFrame | None) -> VerdictCounts:
