@@ -21,9 +21,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import statsmodels.formula.api as smf
-from sklearn.isotonic import IsotonicRegression
-from sklearn.model_selection import KFold
 
 from medhelm_core.agreement.contract import require_columns, round_half_away
 from medhelm_core.agreement.icc import icc_matrix
@@ -96,6 +93,10 @@ def judge_pairs(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ols(frame: pd.DataFrame, formula: str, term: str, alpha: float) -> tuple[float, float, float]:
+    # statsmodels and scikit-learn on first use: they are tens of MB of every page's process (the agreement engine
+    # imports this module), and only the bias panel and the calibration map use them.
+    import statsmodels.formula.api as smf
+
     fit = smf.ols(formula, data=frame).fit(cov_type="HC3")
     low, high = fit.conf_int(alpha=alpha).loc[term]
     return float(fit.params[term]), float(low), float(high)
@@ -240,6 +241,8 @@ def calibration_map(machine: np.ndarray, clinician: np.ndarray, grid: Sequence[f
     if x.shape != y.shape or len(x) < max(folds, 5):
         raise AgreementInputError(f"the calibration map needs at least {max(folds, 5)} items with both scores")
     lo, hi = float(np.min(y)), float(np.max(y))
+    from sklearn.isotonic import IsotonicRegression  # on first use, as statsmodels in mean_effects
+    from sklearn.model_selection import KFold
 
     def fit_on(idx: np.ndarray) -> IsotonicRegression:
         return IsotonicRegression(y_min=lo, y_max=hi, out_of_bounds="clip").fit(x[idx], y[idx])

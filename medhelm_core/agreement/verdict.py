@@ -47,8 +47,6 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.weightstats import ttost_paired
 
 from medhelm_core.agreement.contract import rater_scores, require_columns, validate_long
 from medhelm_core.agreement.scopes import benchmark_scopes, chosen_benchmarks
@@ -229,6 +227,9 @@ def alt_test(scores: pd.DataFrame, judge: str, epsilon: float = 0.2, alpha: floa
     table = pd.DataFrame(rows, columns=CLINICIAN_COLUMNS)
     tested = table["p"].notna()
     if tested.any():
+        # statsmodels on first use: the pages that never decide a verdict (Agreement, Rate) need not hold it
+        from statsmodels.stats.multitest import multipletests
+
         rejected, adjusted, _, _ = multipletests(table.loc[tested, "p"].to_numpy(), alpha=alpha, method="fdr_by")
         table.loc[tested, "p_adjusted"] = adjusted
         table.loc[tested, "rejected"] = rejected
@@ -313,6 +314,8 @@ def equivalence_test(scores: pd.DataFrame, judge: str, delta: float = 0.25, alph
                   f"{min_items}: have more items rated by a second clinician")
         return EquivalenceResult(NOT_ENOUGH, *([float("nan")] * 6), n, (reason,))
     d = a - b
+    from statsmodels.stats.weightstats import ttost_paired  # on first use, as in alt_test
+
     p, _, _ = ttost_paired(a, b, -delta, delta)
     half = stats.t.ppf(1 - alpha, n - 1) * d.std(ddof=1) / np.sqrt(n)
     low, high = d.mean() - half, d.mean() + half

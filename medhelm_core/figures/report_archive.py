@@ -2,6 +2,8 @@
 
 This module imports :mod:`medhelm_core.report`, which itself builds on :mod:`medhelm_core.figures`; so it is not
 imported by ``figures/__init__`` (that would be a cycle): import it as ``medhelm_core.figures.report_archive``.
+The report's modules (the PDF writer, its fonts) are imported at the first export, not with the page: 28 MB of
+every app process that never exports.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import Study
 from medhelm_core.errors import NotFoundError
 from medhelm_core.figures.cache import FigureKey, fresh_figures
-from medhelm_core.report import ReportOptions, write_report, zip_folder
 
 __all__ = ["report_archive"]
 
@@ -30,6 +31,8 @@ def report_archive(engine: Engine, key: FigureKey, *, actor: Actor = None) -> by
     >>> key = FigureKey.of(engine, study, protocol="medhelm", benchmarks=("aci_bench", "medi_qa"))  # doctest: +SKIP
     >>> Path("report.zip").write_bytes(report_archive(engine, key, actor=who))  # doctest: +SKIP
     """
+    from medhelm_core.report import ReportOptions, write_report, zip_folder
+
     current = fresh_figures(engine, key)
     options = ReportOptions(protocol=key.protocol, benchmarks=key.benchmarks, models=key.models,
                             jury_run_id=current.data.jury_run.id if current.data.jury_run else None)
