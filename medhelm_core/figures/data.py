@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from sqlmodel import Session
 
+from medhelm_core.agreement.contract import is_trusted, trust_long, trusted_concat, trusted_rows
 from medhelm_core.db.models import JuryRun, Study, VerdictStatus
 from medhelm_core.frames import (
     AGREEMENT_METRICS,
@@ -163,10 +164,12 @@ def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None 
     Returns
     -------
     DashboardData
-        ``long`` in the agreement contract (item ids as strings; gold items left out; rows in benchmark, item,
-        rater kind, rater and criterion order, so that a reload of some benchmarks gives the same frame as a whole
-        load), ``items`` with the identity of every item (no texts), the jury run's description, the metric
-        settings used, the number of gold items left out and each clinician's speed flags.
+        ``long`` in the agreement contract, checked once and trusted
+        (:func:`~medhelm_core.agreement.contract.trust_long`: never change it), with item ids as strings, gold
+        items left out, and rows in benchmark, item, rater kind, rater and criterion order (so that a reload of some
+        benchmarks gives the same frame as a whole load); ``items`` with the identity of every item (no texts); the
+        jury run's description, the metric settings used, the number of gold items left out and each clinician's
+        speed flags.
 
     Examples
     --------
@@ -216,10 +219,12 @@ def reload_dashboard_data(
     parts = {b: p for b, p in previous.parts.items() if b not in fresh} | fresh
     if _chosen_variants(parts) != chosen or _judges(parts) != judges:
         return load_dashboard_data(session, study, jury_run_id)
-    kept = previous.long[~previous.long["benchmark"].isin(changed)]
-    long = pd.concat([kept, block], ignore_index=True)
-    order = np.argsort(pd.factorize(long["benchmark"], sort=True)[0], kind="stable")
-    long = long.take(order).reset_index(drop=True)
+    # The kept rows and the new ones were each checked against the agreement contract; joining them checks only
+    # what can break between them, not the whole table again.
+    before = previous.long if is_trusted(previous.long) else trust_long(previous.long)
+    kept = trusted_rows(before, np.flatnonzero(~before["benchmark"].isin(changed).to_numpy()))
+    long = trusted_concat([kept, block])
+    long = trusted_rows(long, np.argsort(pd.factorize(long["benchmark"], sort=True)[0], kind="stable"))
     return replace(
         previous,
         long=long,
@@ -270,7 +275,7 @@ def _read_benchmarks(
     rows = [r for r in rows if not r.empty]
     block = pd.concat(rows, ignore_index=True)[LONG_COLUMNS] if rows else pd.DataFrame(columns=LONG_COLUMNS)
     block = without_items(block, gold)
-    return parts, _sorted_long(block), settings
+    return parts, trust_long(_sorted_long(block)), settings
 
 
 def _sorted_long(long: pd.DataFrame) -> pd.DataFrame:

@@ -23,7 +23,7 @@ from medhelm_core.agreement import (
     robust_table,
     validate_long,
 )
-from medhelm_core.agreement.contract import MIN_ITEMS
+from medhelm_core.agreement.contract import MIN_ITEMS, is_trusted, trusted_rows
 from medhelm_core.agreement.incomplete import loco_from_scores
 from medhelm_core.agreement.judges import JUDGE_SUBSET_COLUMNS
 from medhelm_core.agreement.protocol import CLINICIANS_ALL
@@ -75,12 +75,17 @@ def display_comparison(name: str) -> str:
 def filter_long(
     long: pd.DataFrame, benchmarks: Sequence[str] | None = None, models: Sequence[str] | None = None
 ) -> pd.DataFrame:
-    """The rows of the chosen benchmarks and models (None or empty: all)."""
+    """The rows of the chosen benchmarks and models (None or empty: all, ``long`` itself). The rows of a trusted
+    frame (:func:`~medhelm_core.agreement.contract.trust_long`) are trusted, with their index reset."""
+    if not benchmarks and not models:
+        return long
     keep = pd.Series(True, index=long.index)
     if benchmarks:
         keep &= long["benchmark"].isin(list(benchmarks))
     if models:
         keep &= long["model"].isin(list(models))
+    if is_trusted(long):
+        return trusted_rows(long, np.flatnonzero(keep.to_numpy()))
     return long[keep]
 
 

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from medhelm_core.agreement import agreement_table, koo_li_reading, rater_scores, validate_long
+from medhelm_core.agreement.contract import is_trusted, trust_long, trusted_concat, trusted_rows
 from medhelm_core.agreement.interpret import koo_li_interval_reading
 from medhelm_core.errors import AgreementInputError, MedhelmError
 
@@ -110,3 +111,34 @@ def test_koo_li_reading_of_an_interval_names_the_bands_it_spans() -> None:
     assert koo_li_interval_reading(0.10, 0.69) == "poor to moderate"
     assert koo_li_interval_reading(0.8, 0.85) == "good"
     assert koo_li_interval_reading(float("nan"), 0.5) == ""
+
+
+# -- trusted frames: checked once ---------------------------------------------------------------------------------
+
+
+def test_a_trusted_frame_is_checked_once_and_what_is_derived_from_it_stays_trusted():
+    trusted = trust_long(good_long())
+    assert is_trusted(trusted) and validate_long(trusted) is trusted
+    assert not is_trusted(good_long()) and validate_long(good_long()) is not good_long()
+    pd.testing.assert_frame_equal(trusted, validate_long(good_long()))  # what validate_long would return
+    rows = trusted_rows(trusted, np.arange(len(trusted))[::-2])
+    assert is_trusted(rows) and list(rows.index) == list(range(len(rows)))
+    assert rows["score"].tolist() == trusted["score"].iloc[::-2].tolist()
+    # a copy, even an unchanged one, and the rows of an untrusted frame are checked as any other frame
+    assert not is_trusted(trusted.copy()) and not is_trusted(trusted_rows(good_long(), [0, 1]))
+    other = trust_long(good_long().assign(item_id=lambda d: "j" + d["item_id"], benchmark="aci_bench"))
+    both = trusted_concat([trusted, other])
+    assert is_trusted(both) and len(both) == 2 * len(trusted)
+    pd.testing.assert_frame_equal(both, validate_long(pd.concat([good_long(), other], ignore_index=True)))
+
+
+def test_joining_trusted_frames_checks_what_can_break_between_them():
+    trusted = trust_long(good_long())
+    with pytest.raises(AgreementInputError, match="item\\(s\\) 'i0', 'i1', 'i2' and 3 more appear in two"):
+        trusted_concat([trusted, trust_long(good_long().assign(benchmark="aci_bench"))])
+    judge = trust_long(good_long().assign(item_id=lambda d: "j" + d["item_id"],
+                                          rater_kind=lambda d: d["rater_kind"].replace("jury", "judge")))
+    with pytest.raises(AgreementInputError, match="rater\\(s\\) 'jury' appear with more than one rater_kind"):
+        trusted_concat([trusted, judge])
+    with pytest.raises(ValueError, match="trust_long"):
+        trusted_concat([trusted, good_long()])

@@ -12,6 +12,8 @@ import pytest
 from sqlmodel import Session, select
 from support.dashboard_support import copy_of
 
+from medhelm_core.agreement import validate_long
+from medhelm_core.agreement.contract import is_trusted
 from medhelm_core.db.engine import make_engine, transaction
 from medhelm_core.db.models import GoldRange, Item, JudgeVerdict, MetricScore, Rating, User, utcnow
 from medhelm_core.demo import DEMO_STUDY
@@ -97,6 +99,8 @@ def test_a_reload_reads_the_changed_benchmark_and_equals_a_whole_load(
     assert read == ([[benchmark], None] if whole_load else [[benchmark]])
     assert not reloaded.long.equals(previous.long)
     assert_same(reloaded, whole)
+    # both checked against the contract once, so the figures do not check them again
+    assert is_trusted(reloaded.long) and is_trusted(whole.long) and validate_long(reloaded.long) is reloaded.long
     engine.dispose()
 
 
