@@ -143,7 +143,12 @@ if lookup.updating:
 def extra_table(name: str) -> pd.DataFrame | None:
     """An extra table (its bootstrap takes seconds, so it is kept current on its own), with a note when it is older
     than the figures above; None, with the reason shown, when it failed."""
-    seen = figures.extra_figures(eng, key, version, name)
+    # The first visit draws the headline figures without waiting for the extra tables' bootstrap: they follow.
+    seen = figures.extra_figures(eng, key, version, name, wait=False)
+    if seen.figures is None and seen.error is None:
+        st.caption("Computing this table in the background (its bootstrap takes seconds); it appears here by itself.")
+        rerun_when(lambda: not figures.extra_updating(key, name))
+        return None
     if seen.figures is None:
         st.error(markdown_literal(figures.failure_reason(seen.error)))
         return None
@@ -232,16 +237,18 @@ else:
     baseline = st.selectbox("Baseline version", list(names), key="agreement_baseline", format_func=names.get,
                             help="Every other version's difference from this one gets a paired bootstrap interval.")
     version_key = figures.VersionKey.of(eng, study, benchmarks, baseline)
-    with st.spinner("Comparing the jury versions..."):
-        compared = figures.version_figures(eng, version_key, version)
-    if compared.figures is None:
-        stop_on(compared.error)
-    if compared.stale:
+    compared = figures.version_figures(eng, version_key, version, wait=False)
+    if compared.figures is None and compared.error is None:
+        st.caption("Comparing the jury versions in the background; the comparison appears here by itself.")
+        rerun_when(lambda: not figures.versions_updating(version_key))
+    elif compared.figures is None:
+        st.error(markdown_literal(figures.failure_reason(compared.error)))
+    elif compared.stale:
         st.caption("These are the figures from before the latest changes; updated ones follow by themselves.")
         if figures.versions_updating(version_key) and not lookup.updating:
             rerun_when(lambda: not figures.versions_updating(version_key))
-    found = compared.value
-    if not found.table.empty:
+    found = compared.value if compared.figures is not None else None
+    if found is not None and not found.table.empty:
         draw(figures.version_chart(found.table, found.ceiling, found.ceiling_low, found.ceiling_high))
         st.dataframe(displays.versions_display(found.table), hide_index=True)
         st.caption(f"On the {int(found.table['n_items'].iloc[0])} items every version scored; a change counts when "

@@ -398,10 +398,13 @@ def fresh_figures(engine: Engine, key: FigureKey) -> AgreementFigures:
     return FIGURE_STORE.fresh(key, version, lambda: _compute(engine, key, version))
 
 
-def extra_figures(engine: Engine, key: FigureKey, version: Hashable, name: str) -> Lookup[pd.DataFrame]:
+def extra_figures(
+    engine: Engine, key: FigureKey, version: Hashable, name: str, *, wait: bool = True
+) -> Lookup[pd.DataFrame]:
     """The extra table ``name`` (one of :data:`EXTRAS`) for ``key`` at ``version``: current, or an older one while
     the current one is computed in the background (from the current figures, which it waits for there); computed
-    here when there is none yet.
+    here when there is none yet, or, with ``wait=False``, in the background too (the lookup has no figures then:
+    the page shows the rest and polls :func:`extra_updating`).
 
     Examples
     --------
@@ -415,7 +418,7 @@ def extra_figures(engine: Engine, key: FigureKey, version: Hashable, name: str) 
         current = FIGURE_STORE.fresh(key, version, lambda: _compute(engine, key, version))
         return current._extra(name)
 
-    return EXTRA_STORE.lookup((key, name), version, compute)
+    return EXTRA_STORE.lookup((key, name), version, compute, wait=wait)
 
 
 def figures_updating(key: FigureKey) -> bool:

@@ -99,10 +99,13 @@ def _compute(engine: Engine, key: VersionKey) -> VersionFigures:
         return compute_version_figures(session, get_study_by_id(session, key.study_id), key.benchmarks, key.baseline)
 
 
-def version_figures(engine: Engine, key: VersionKey, version: Hashable) -> Lookup[VersionFigures]:
+def version_figures(
+    engine: Engine, key: VersionKey, version: Hashable, *, wait: bool = True
+) -> Lookup[VersionFigures]:
     """The comparison of versions for ``key`` at data ``version``: current, or the previous one (marked stale)
-    while the current one is computed in the background."""
-    return VERSION_STORE.lookup(key, version, lambda: _compute(engine, key))
+    while the current one is computed in the background; with none yet, computed here, or with ``wait=False`` in
+    the background as well (see :meth:`~medhelm_core.figures.refresh.RefreshStore.lookup`)."""
+    return VERSION_STORE.lookup(key, version, lambda: _compute(engine, key), wait=wait)
 
 
 def versions_updating(key: VersionKey) -> bool:

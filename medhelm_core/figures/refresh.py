@@ -8,7 +8,8 @@ version they were computed at, and answers a page run at once ("stale while reva
 - figures for the current version: draw them;
 - older figures only: draw them, marked stale with the time they were computed, while one background
   thread computes the current ones (the page polls and reruns itself when they are ready);
-- nothing yet (the first visit since the app started): compute in the caller's thread, which waits.
+- nothing yet (the first visit since the app started): compute in the caller's thread, which waits; or, for
+  what a page can draw later (``wait=False``), in the background while the page draws the rest.
 
 One computation runs per key at a time; a caller that needs the result (a first visit, a report export)
 waits for it rather than starting a second. A computation's error is kept with the version it failed at and
@@ -139,12 +140,14 @@ class RefreshStore(Generic[T]):
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
 
-    def lookup(self, key: Hashable, version: Hashable, compute: Callable[[], T]) -> Lookup[T]:
+    def lookup(self, key: Hashable, version: Hashable, compute: Callable[[], T], *, wait: bool = True) -> Lookup[T]:
         """What to draw for ``key`` at data ``version``, without waiting when earlier figures exist.
 
         ``compute`` returns the figures for the data as it is now (read at ``version`` or later). It runs in
         a background thread when older figures can be shown meanwhile, else in the calling thread (or the
-        caller waits for the computation already running for this key).
+        caller waits for the computation already running for this key). With ``wait=False`` it runs in the
+        background even when there is nothing to show yet: the lookup then has no figures and is ``updating``
+        (a page draws what it has and polls for the rest).
         """
         while True:
             with self._lock:
@@ -152,7 +155,7 @@ class RefreshStore(Generic[T]):
                 if entry.last is not None and entry.last.version == version:
                     error = None if entry.last.ok else entry.last.error
                     return Lookup(version, entry.good, entry.job is not None, error)
-                if entry.good is not None:
+                if entry.good is not None or not wait:
                     entry.wanted = (version, compute)
                     if entry.job is None:
                         self._start(key, entry)

@@ -101,6 +101,27 @@ def test_the_previous_figures_are_served_marked_stale_while_a_background_recompu
     assert second.calls and len(second.calls) == 1
 
 
+def test_without_waiting_a_first_computation_runs_in_the_background_and_is_not_started_twice():
+    store = RefreshStore()
+    first = Computation("figures v1", hold=True)
+    seen = store.lookup("study", 1, first, wait=False)  # returns at once, with nothing to draw yet
+    assert seen.figures is None and seen.updating and seen.error is None and not seen.stale
+    with pytest.raises(LookupError):
+        seen.value
+    assert first.started.wait(timeout=30)
+    assert first.calls != [threading.current_thread().name]
+    assert store.lookup("study", 1, first, wait=False).updating  # the same computation, not a second one
+    first.release.set()
+    assert store.wait("study", timeout=30)
+    assert store.lookup("study", 1, Computation("not used"), wait=False).value == "figures v1"
+    assert len(first.calls) == 1
+    failing = Computation(error=RuntimeError("no database"))
+    assert store.lookup("other", 1, failing, wait=False).figures is None
+    assert store.wait("other", timeout=30)
+    failed = store.lookup("other", 1, failing, wait=False)
+    assert failed.figures is None and not failed.updating and str(failed.error) == "no database"
+
+
 def test_a_failed_recompute_keeps_its_error_and_the_previous_figures_until_retried():
     store = RefreshStore()
     store.lookup("study", 1, Computation("figures v1"))

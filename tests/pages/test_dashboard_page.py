@@ -169,6 +169,26 @@ def test_a_new_rating_invalidates_the_kept_figures(tmp_path, monkeypatch):
     assert cards(at)["clinician-clinician"] != before
 
 
+def test_the_first_visit_draws_the_headline_without_waiting_for_the_bootstrap_tables(tmp_path, monkeypatch):
+    url = copy_of("rated", tmp_path)  # a database no earlier test computed figures for
+    monkeypatch.setenv("MEDHELM_DATABASE_URL", url)
+    at = open_page(url)
+    assert not at.exception and cards(at)
+    waiting = [c.value for c in at.caption if "in the background" in c.value]
+    assert waiting == [
+        "Computing this table in the background (its bootstrap takes seconds); it appears here by itself.",
+        "Computing this table in the background (its bootstrap takes seconds); it appears here by itself.",
+        "Comparing the jury versions in the background; the comparison appears here by itself.",
+    ]
+    assert wait_for_updates(timeout=120)
+    at.run()
+    assert not at.exception
+    assert not [c.value for c in at.caption if "in the background" in c.value]
+    assert "Which judges to trust" in [s.value for s in at.subheader]
+    assert any("AC2 95% CI" in d.value.columns for d in at.dataframe)  # the skew-robust table
+    assert not any("Comparing the jury versions" in c.value for c in at.caption)
+
+
 @pytest.mark.parametrize("account", [("clinician1", "clinician1-demo")])
 def test_a_clinician_cannot_open_the_page(rated_url, account):
     at = open_page(rated_url, *account)
