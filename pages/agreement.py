@@ -25,6 +25,7 @@ from medhelm_core.figures.report_archive import report_archive
 from medhelm_core.studies import get_study_by_id, update_settings
 from medhelm_core.text import markdown_literal
 from pages.common import (
+    chart,
     checked_download,
     engine,
     newest_pick,
@@ -44,13 +45,6 @@ REFRESH_EVERY = "1s"
 who = require_page("agreement")
 st.title("Agreement")
 eng = engine()
-
-
-def draw(chart) -> None:  # noqa: ANN001 - an Altair chart
-    """A chart across the page at its own height plus room for its title and axis: Streamlit's theme squeezes a
-    layered chart with a nominal y axis to one row when left to size it ("content")."""
-    height = getattr(chart, "height", None)
-    st.altair_chart(chart, width="stretch", height=int(height) + 110 if isinstance(height, (int, float)) else "content")
 
 
 def rerun_when(ready: Callable[[], bool]) -> None:
@@ -190,7 +184,7 @@ st.dataframe(
     },
 )
 st.caption(markdown_literal(displays.headline_method(protocol, benchmarks)))
-draw(figures.icc_chart(headline, criterion))
+chart(computed, ("icc", criterion), lambda: figures.icc_chart(headline, criterion), width="stretch", room=110)
 
 v = computed.views(criterion)
 picked: dict[str, list[str]] = {}
@@ -198,24 +192,26 @@ if v.means["jury"].notna().any():
     st.subheader("Jury and clinicians per item")
     left, right = st.columns(2)
     with left:
-        scatter = st.altair_chart(figures.scatter_chart(v.means, data.scale), on_select="rerun",
-                                  key="agreement_scatter")
+        scatter = chart(computed, ("scatter", criterion), lambda: figures.scatter_chart(v.means, data.scale),
+                        on_select="rerun", key="agreement_scatter")
     with right:
-        ba = st.altair_chart(figures.bland_altman_chart(v.means, v.limits), on_select="rerun", key="agreement_ba")
+        ba = chart(computed, ("bland_altman", criterion), lambda: figures.bland_altman_chart(v.means, v.limits),
+                   on_select="rerun", key="agreement_ba")
     st.caption(f"{displays.limits_caption(v.limits)} Click a point to open its item below.")
     for name, event in (("scatter", scatter), ("bland_altman", ba)):
         picked[name] = [str(p["item_id"]) for p in event.selection.get(figures.ITEM_SELECTION, []) if "item_id" in p]
 
 st.subheader("Per-judge agreement")
 if computed.judges["judge"].ne("jury (mean)").any():
-    draw(figures.judge_chart(computed.judges, POOLED, criterion))
+    chart(computed, ("judges", criterion), lambda: figures.judge_chart(computed.judges, POOLED, criterion),
+          width="stretch", room=110)
 else:
     st.caption("Per-judge agreement needs a jury run with several judges; this one has one (or recorded means).")
 
 subsets = extra_table("judge_subsets")
 if subsets is not None and not subsets.empty:
     st.subheader("Which judges to trust")
-    draw(figures.judge_subset_chart(subsets))
+    chart(subsets, "judge subsets", lambda: figures.judge_subset_chart(subsets), width="stretch", room=110)
     st.dataframe(displays.subsets_display(subsets), hide_index=True)
     st.caption("Each judge alone, all judges, and the jury without each judge (composite), against the clinicians' "
                "ceiling: each clinician against the mean of the others (median, with their range as a band).")
@@ -249,7 +245,8 @@ else:
             rerun_when(lambda: not figures.versions_updating(version_key))
     found = compared.value if compared.figures is not None else None
     if found is not None and not found.table.empty:
-        draw(figures.version_chart(found.table, found.ceiling, found.ceiling_low, found.ceiling_high))
+        chart(found, "versions", lambda: figures.version_chart(found.table, found.ceiling, found.ceiling_low,
+                                                               found.ceiling_high), width="stretch", room=110)
         st.dataframe(displays.versions_display(found.table), hide_index=True)
         st.caption(f"On the {int(found.table['n_items'].iloc[0])} items every version scored; a change counts when "
                    "its paired bootstrap interval (the same resampled items for both versions) excludes 0. The band "
@@ -259,13 +256,14 @@ st.subheader("Clinicians")
 if v.leniency.empty:
     st.caption("No clinician ratings in this selection.")
 else:
-    st.altair_chart(figures.leniency_chart(v.leniency), width="content")
+    chart(computed, ("leniency", criterion), lambda: figures.leniency_chart(v.leniency), width="content")
     st.dataframe(displays.leniency_display(v.leniency, data.speed), hide_index=True)
     st.caption("Fast first ratings: submitted faster than the study's speed threshold (a flag, not an exclusion); "
                "the Raters page has gold accuracy and test-retest.")
 
 st.subheader("Distribution of scores")
-st.altair_chart(figures.distribution_chart(v.distribution, data.criteria), width="content")
+chart(computed, ("distribution", criterion), lambda: figures.distribution_chart(v.distribution, data.criteria),
+      width="content")
 
 st.subheader("Items")
 if not v.disagreements.empty:

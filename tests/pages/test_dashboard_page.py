@@ -195,3 +195,37 @@ def test_a_clinician_cannot_open_the_page(rated_url, account):
     assert not at.exception
     assert [e.value for e in at.error] == ["Your account cannot open this page."]
     assert not at.metric and not charts(at)
+
+
+def test_a_chart_is_built_and_converted_once_per_figures_object_and_forgotten_with_them():
+    import gc
+
+    import altair as alt
+    import pandas as pd
+
+    from pages import common
+
+    class Figures:  # what the page keeps: an object that never changes
+        pass
+
+    built: list[str] = []
+
+    def build() -> alt.Chart:
+        built.append("built")
+        return alt.Chart(pd.DataFrame({"x": [1, 2], "y": [3, 4]})).mark_point().encode(x="x", y="y").properties(
+            height=120, title="a chart")
+
+    figures_a, figures_b = Figures(), Figures()
+    common.chart(figures_a, ("icc", "composite"), build, width="stretch", room=110)
+    common.chart(figures_a, ("icc", "composite"), build, width="stretch", room=110)
+    assert built == ["built"]  # the second run draws the kept spec
+    spec = common._SPECS[(id(figures_a), ("icc", "composite"))]
+    assert spec["title"] == "a chart" and spec["datasets"]  # Streamlit's conversion: the data travels as Arrow
+    common.chart(figures_a, ("icc", "accuracy"), build)
+    common.chart(figures_b, ("icc", "composite"), build)
+    assert len(built) == 3  # another criterion, newer figures: built again
+    owner = id(figures_a)
+    del figures_a
+    gc.collect()
+    assert not [k for k in common._SPECS if k[0] == owner]
+    assert (id(figures_b), ("icc", "composite")) in common._SPECS
