@@ -64,7 +64,9 @@ from medhelm_core.figures import (
     fresh_figures,
     load_dashboard_data,
 )
-from medhelm_core.figures import wait_for_updates as wait_for_fresh_figures
+from medhelm_core.figures import wait_for_updates
+from medhelm_core.figures.cache import FIGURE_STORE
+from medhelm_core.figures.jury_versions import VERSION_STORE
 from medhelm_core.figures.cache import changed_benchmarks
 from medhelm_core.figures.data import reload_dashboard_data
 from medhelm_core.rating.ratings import record_rating
@@ -230,7 +232,8 @@ def page_runs(url: str, token: str, warm_runs: int, changes: int, engine, study_
     at.session_state[TOKEN_KEY] = token
     first, _ = timed(at.run)
     check(at, stale=False)
-    wait_for_fresh_figures(timeout=900)  # the extra tables the first run left to the background
+    wait_for_updates(timeout=900)  # the extra tables the first run left to the background
+    VERSION_STORE.wait_all(timeout=900)
     warm, _ = timed(at.run, repeat=warm_runs)
     check(at, stale=False)
     stale_runs, fresh_after = [], []
@@ -240,10 +243,13 @@ def page_runs(url: str, token: str, warm_runs: int, changes: int, engine, study_
         at.run()
         stale_runs.append(time.perf_counter() - t)
         check(at, stale=True)
-        wait_for_fresh_figures(timeout=900)  # what the page's poll waits for, without its 1 s period
+        FIGURE_STORE.wait_all(timeout=900)  # what the page's poll waits for, without its 1 s period
         at.run()
         fresh_after.append(time.perf_counter() - t)
         check(at, stale=False)
+        wait_for_updates(timeout=900)  # the extra tables and the versions follow, untimed, before the next rating
+        VERSION_STORE.wait_all(timeout=900)
+        at.run()
     return {"first": first, "warm": warm, "after_change": statistics.median(stale_runs),
             "fresh_after_change": statistics.median(fresh_after)}
 

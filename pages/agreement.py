@@ -233,7 +233,9 @@ else:
     baseline = st.selectbox("Baseline version", list(names), key="agreement_baseline", format_func=names.get,
                             help="Every other version's difference from this one gets a paired bootstrap interval.")
     version_key = figures.VersionKey.of(eng, study, benchmarks, baseline)
-    compared = figures.version_figures(eng, version_key, version, wait=False)
+    # At the version of the figures shown: while newer ones are computed, the comparison waits for them rather than
+    # taking the CPU from them, and then follows with its own note.
+    compared = figures.version_figures(eng, version_key, lookup.figures.version, wait=False)
     if compared.figures is None and compared.error is None:
         st.caption("Comparing the jury versions in the background; the comparison appears here by itself.")
         rerun_when(lambda: not figures.versions_updating(version_key))
