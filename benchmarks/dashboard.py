@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -303,11 +304,11 @@ def browser_runs(url: str, warm_runs: int, changes: int, engine, study_id: int,
                 page.locator(drawn).first.wait_for(timeout=900_000)
                 return time.perf_counter() - t
 
-            def settled() -> None:
-                """Wait until the page has drawn what it left to the background (it reruns itself)."""
-                waiting = page.get_by_text("in the background")
+            def settled(appears_within: float = 120.0) -> None:
+                """Wait until the page has drawn what it left to the background or is updating (it reruns itself)."""
+                waiting = page.get_by_text(re.compile("in the background|is being computed|before the latest changes"))
                 try:
-                    waiting.first.wait_for(timeout=120_000)  # the rest of the first visit's page is drawn
+                    waiting.first.wait_for(timeout=appears_within * 1000)  # the rest of the page is drawn
                 except PlaywrightTimeout:
                     return  # computed before the page got there
                 for _ in range(1800):
@@ -330,6 +331,7 @@ def browser_runs(url: str, warm_runs: int, changes: int, engine, study_id: int,
                 note.first.wait_for(state="detached", timeout=900_000)  # the page reran itself
                 page.locator(drawn).first.wait_for(timeout=900_000)
                 fresh.append(time.perf_counter() - t)
+                settled(5.0)  # the extra tables and the versions follow before the next rating, as between real ones
             chromium.close()
         rss_mb, peak_mb = app_memory(proc.pid)
     finally:

@@ -158,7 +158,9 @@ def headline_method(protocol: str, benchmarks: Sequence[str] = ()) -> str:
             "clinician-clinician is the one pair sharing the most items, as MedHELM; beside it, ICC(1) is the one-way "
             "absolute agreement of one clinician over every clinician who shares items (F 95% CI), and the ceiling "
             "is each clinician against the mean of the others (median, with the range over clinicians). n is the "
-            "items used of those the figure could use. Pooled over "
+            "items used of those the figure could use; None marks a figure that does not apply to its row (r and "
+            "rho beside ICC(1); kappa for a metric or the ceiling, which are not on the rating scale) or is undefined "
+            "there (its note says why). Pooled over "
             f"{', '.join(benchmarks) if benchmarks else 'all benchmarks'}. {KOO_LI_REFERENCE[0].upper()}"
             f"{KOO_LI_REFERENCE[1:]}.{full} The exported report states the method in full.")
 
