@@ -110,3 +110,15 @@ def test_bootstrap_of_identical_raters_is_one_throughout(truth: np.ndarray, k: i
     row = out.iloc[0]
     assert row["estimate"] == pytest.approx(1.0, abs=1e-12)
     assert row["ci_low"] == pytest.approx(1.0, abs=1e-12) and row["ci_high"] == pytest.approx(1.0, abs=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=6), st.integers(-50, 50)), min_size=1, max_size=60))
+def test_the_ids_used_are_sorted_as_python_sorts_them_and_interned(ids):
+    import sys
+
+    from medhelm_core.agreement.incomplete import _sorted_ids
+
+    found = _sorted_ids(pd.Series(ids, dtype=object))
+    assert found == tuple(sorted({str(i) for i in ids}))
+    assert all(i is sys.intern(i) for i in found)
