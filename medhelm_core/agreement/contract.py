@@ -327,7 +327,7 @@ def trusted_concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
         raise ValueError("trusted_concat joins frames returned by trust_long, trusted_rows or trusted_concat")
     seen: set[str] = set()
     for frame in frames:
-        items = set(frame["item_id"].unique())
+        items = set(frame["item_id"].unique().tolist())  # tolist: in one call, not an Arrow scalar at a time
         both = items & seen
         if both:
             raise AgreementInputError(f"item(s) {_first(sorted(both))} appear in two of the tables joined")
