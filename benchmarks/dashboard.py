@@ -64,11 +64,9 @@ from medhelm_core.figures import (
     data_version,
     fresh_figures,
     load_dashboard_data,
+    wait_for_updates,
 )
-from medhelm_core.figures import wait_for_updates
-from medhelm_core.figures.cache import FIGURE_STORE
-from medhelm_core.figures.jury_versions import VERSION_STORE
-from medhelm_core.figures.cache import changed_benchmarks
+from medhelm_core.figures.cache import FIGURE_STORE, changed_benchmarks
 from medhelm_core.figures.data import reload_dashboard_data
 from medhelm_core.rating.ratings import record_rating
 from medhelm_core.rubric import rubric_spec
@@ -233,8 +231,7 @@ def page_runs(url: str, token: str, warm_runs: int, changes: int, engine, study_
     at.session_state[TOKEN_KEY] = token
     first, _ = timed(at.run)
     check(at, stale=False)
-    wait_for_updates(timeout=900)  # the extra tables the first run left to the background
-    VERSION_STORE.wait_all(timeout=900)
+    wait_for_updates(timeout=900)  # the extra tables and versions the first run left to the background
     warm, _ = timed(at.run, repeat=warm_runs)
     check(at, stale=False)
     stale_runs, fresh_after = [], []
@@ -249,7 +246,6 @@ def page_runs(url: str, token: str, warm_runs: int, changes: int, engine, study_
         fresh_after.append(time.perf_counter() - t)
         check(at, stale=False)
         wait_for_updates(timeout=900)  # the extra tables and the versions follow, untimed, before the next rating
-        VERSION_STORE.wait_all(timeout=900)
         at.run()
     return {"first": first, "warm": warm, "after_change": statistics.median(stale_runs),
             "fresh_after_change": statistics.median(fresh_after)}

@@ -33,7 +33,7 @@ from medhelm_core.frames import data_version
 from medhelm_core.model_scores import CLINICIANS, JURY
 from medhelm_core.studies import get_study_by_id
 from medhelm_core.text import markdown_literal
-from pages.common import engine, pick_study, require_page, stop_on
+from pages.common import chart, engine, pick_study, require_page, stop_on
 
 who = require_page("models")
 st.title("Models")
@@ -46,14 +46,6 @@ def figures_for(study_id: int, run_id: int | None, version: tuple, half_width: f
     with Session(engine()) as session:
         return study_model_figures(session, get_study_by_id(session, study_id),
                                    ModelOptions(jury_run_id=run_id, half_width=half_width))
-
-
-def draw(chart, room: int = 120) -> None:  # noqa: ANN001 - an Altair chart
-    """A chart at its own height plus ``room`` for its title, legend and axis labels (Streamlit squeezes nominal
-    layered charts into the height it is given)."""
-    height = getattr(chart, "height", None)
-    st.altair_chart(chart, width="stretch",
-                    height=int(height) + room if isinstance(height, (int, float)) else "content")
 
 
 study = pick_study("No studies yet: import items on the Data page.", key="models_study")
@@ -101,7 +93,9 @@ if anchored.empty:
     st.caption("The clinician-anchored scores need clinician ratings and the jury's scores; the means of every source "
                "are under 'Every source's mean' below.")
 else:
-    draw(model_charts.model_score_chart(figs.anchored, criterion, scope, figs.scale))
+    chart(figs, ("scores", criterion, scope), lambda: model_charts.model_score_chart(figs.anchored, criterion, scope,
+                                                                                   figs.scale),
+          width="stretch", room=120)
     st.dataframe(anchored, hide_index=True)
     st.caption("Clinicians: the mean of the rated items. Jury: the mean of every item (narrow, and possibly biased). "
                "Clinician-anchored (prediction-powered inference, PPI++): the jury's scores corrected by the "
@@ -119,11 +113,14 @@ else:
                "a 95% interval over resampled instances: an interval that holds 0 means the data cannot say whether "
                "that source orders the models as the clinicians do.")
 if len(figs.models) > 1 and not figs.rankings.ranks.empty:
-    draw(model_charts.rank_bump_chart(figs.rankings.ranks, criterion))
+    chart(figs, ("ranks", criterion), lambda: model_charts.rank_bump_chart(figs.rankings.ranks, criterion),
+          width="stretch", room=120)
     sources = [s for s in (CLINICIANS, JURY) if (figs.rankings.swaps["source"] == s).any()]
     if sources:
         shown = st.radio("Swap matrix of", sources, format_func=source_label, horizontal=True, key="models_swaps")
-        draw(model_charts.swap_matrix_chart(figs.rankings.swaps, shown, criterion), room=260)  # slanted names
+        chart(figs, ("swaps", shown, criterion),
+              lambda: model_charts.swap_matrix_chart(figs.rankings.swaps, shown, criterion),
+              width="stretch", room=260)  # slanted names
         st.caption("How often resampled instances reverse a pair's order: near 0 the order is settled, near 0.5 it "
                    "is a coin toss.")
     st.markdown("**Mean win rate** (HELM's: per benchmark, the share of other models a model beats; averaged over "

@@ -24,6 +24,7 @@ from medhelm_core.agreement.planning import items_needed
 from medhelm_core.db.engine import make_engine, transaction
 from medhelm_core.db.models import Item, User
 from medhelm_core.demo import ANNOTATIONS, DEMO_STUDY, seed_demo
+from medhelm_core.figures import wait_for_updates
 from medhelm_core.figures.jury_versions_data import study_version_agreement
 from medhelm_core.jury import run_jury
 from medhelm_core.jury.config import build_config
@@ -148,6 +149,8 @@ def test_the_whole_loop_on_the_demo_study_with_a_loopback_judge(loop_url):
     at.session_state[TOKEN_KEY] = token
     at = at.run()
     assert not at.exception, at.exception
+    assert wait_for_updates(timeout=120)  # the comparison of versions is computed in the background, then shown
+    at = at.run()
     assert "Jury versions" in [h.value for h in at.subheader]
     shown = next(d.value for d in at.dataframe if "vs baseline" in d.value.columns).set_index("version")
     assert len(shown) == 2 and "higher" in set(shown["change"])

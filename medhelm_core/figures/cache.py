@@ -32,6 +32,7 @@ from medhelm_core.db.data_versions import WHOLE_STUDY, scope_version
 from medhelm_core.db.models import Study
 from medhelm_core.errors import MedhelmError
 from medhelm_core.figures.data import DashboardData, load_dashboard_data, reload_dashboard_data
+from medhelm_core.figures.jury_versions import VERSION_STORE
 from medhelm_core.figures.refresh import Lookup, RefreshStore
 from medhelm_core.figures.tables import (
     bland_altman,
@@ -442,8 +443,10 @@ def retry_figures(key: FigureKey) -> None:
 
 
 def wait_for_updates(timeout: float | None = None) -> bool:
-    """Wait until no background update is running (tests and benchmarks); False when ``timeout`` ran out."""
-    return EXTRA_STORE.wait_all(timeout) and FIGURE_STORE.wait_all(timeout) and DATA_STORE.wait_all(timeout)
+    """Wait until no background update is running, the jury-version comparisons' included (tests and benchmarks);
+    False when ``timeout`` ran out."""
+    stores = (EXTRA_STORE, FIGURE_STORE, DATA_STORE, VERSION_STORE)
+    return all(store.wait_all(timeout) for store in stores)
 
 
 def freshness_note(seen: Lookup, what: str = "figures") -> str | None:

@@ -107,7 +107,7 @@ def test_without_waiting_a_first_computation_runs_in_the_background_and_is_not_s
     seen = store.lookup("study", 1, first, wait=False)  # returns at once, with nothing to draw yet
     assert seen.figures is None and seen.updating and seen.error is None and not seen.stale
     with pytest.raises(LookupError):
-        seen.value
+        _ = seen.value
     assert first.started.wait(timeout=30)
     assert first.calls != [threading.current_thread().name]
     assert store.lookup("study", 1, first, wait=False).updating  # the same computation, not a second one
