@@ -151,6 +151,10 @@ def test_three_items_are_rated_with_the_keyboard_alone_and_markdown_loads_nothin
                            timeout=30_000)
     assert page.evaluate("Array.from(document.querySelectorAll('[role=radiogroup] input:checked'))"
                          ".map(e => e.closest('label').innerText.trim())") == ["5", "4", "4"]
+    # The page has answered K once the item's first criterion holds the focus: a key pressed before that is the
+    # keyboard's to ignore (it would land on the form on its way out), so J waits for it, as a clinician sees it.
+    page.wait_for_function("document.activeElement && document.activeElement.closest('[role=radiogroup]')",
+                           timeout=30_000)
     page.keyboard.press("j")
     page.get_by_role("button", name="Submit rating").wait_for(timeout=30_000)
     page.get_by_text("Item 4 of 32").wait_for()
