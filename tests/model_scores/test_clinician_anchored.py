@@ -133,3 +133,17 @@ def test_more_ratings_needed_match_ppi_pys_power_analysis_and_the_closed_form():
     assert need.needed_without_jury == n0 and need.more_without_jury == n0 - 80
     assert need.needed_with_jury == power["n"] == round(n0 * 2000 * (1 - rho**2) / (2000 - rho**2 * n0))
     assert need.needed_with_jury < n0 / 2  # a good jury saves most of the ratings
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_jury_that_matches_the_few_rated_items_exactly_gets_a_note_not_a_crash(sign):
+    # Three rated items on a line: ppi_py's power analysis refuses a correlation of +/-1.
+    design, long, _ = simulated(1, 40, 3, seed=1)
+    rated = design.loc[design["rated"], "item_id"]
+    clin = long[(long["rater_kind"] == "clinician")].set_index("item_id")["score"]
+    exact = long["item_id"].isin(rated) & (long["rater_kind"] == "jury")
+    long.loc[exact, "score"] = 3.0 + sign * (long.loc[exact, "item_id"].map(clin) - 3.0) / 2
+    need = ratings_needed(item_scores(long, design), sampling_status(design), half_width=0.5).iloc[0]
+    assert need.ppi_corr == sign and np.isnan(need.needed_with_jury) and np.isnan(need.more_with_jury)
+    assert "follow the clinicians' exactly on these 3 rated items" in need.note
+    assert need.needed_without_jury > 0  # the plan without the jury still stands
