@@ -31,6 +31,8 @@ RATER_KINDS: tuple[str, ...] = ("clinician", "jury", "judge", "metric")
 COMPOSITE = "composite"
 # Fewer items than this leave the two-way ANOVA with no error degrees of freedom worth the name.
 MIN_ITEMS = 3
+#: ``sys.intern`` over an object array
+_INTERN = np.frompyfunc(sys.intern, 1, 1)
 #: the frames checked once and not again, by id (an entry goes with its frame)
 _TRUSTED: weakref.WeakValueDictionary[int, pd.DataFrame] = weakref.WeakValueDictionary()
 
@@ -179,8 +181,12 @@ def shared_ids(ids: pd.Index | pd.Series | Sequence[str]) -> NDArray[np.object_]
     20,000-item study. Interned, every tuple points at one string per id.
     """
     # Arrow-backed ids are turned into Python strings in one call: iterating them one by one cost 60 ms at 20,000.
-    values = ids.to_numpy(dtype=object) if isinstance(ids, pd.Index | pd.Series) else ids
-    return np.array([sys.intern(i) if type(i) is str else i for i in values] + [None], dtype=object)[:-1]
+    values = (ids.to_numpy(dtype=object) if isinstance(ids, pd.Index | pd.Series)
+              else np.array([*ids, None], dtype=object)[:-1])
+    try:  # interned by numpy's loop, 7x faster than a comprehension (an update interns 250,000 ids at 20,000 items)
+        return _INTERN(values) if len(values) else values
+    except TypeError:  # an id that is no string (a caller's own int ids): kept as it is
+        return np.array([sys.intern(i) if type(i) is str else i for i in values] + [None], dtype=object)[:-1]
 
 
 def _first(values: pd.Series | pd.Index, limit: int = 3) -> str:

@@ -142,3 +142,16 @@ def test_joining_trusted_frames_checks_what_can_break_between_them():
         trusted_concat([trusted, judge])
     with pytest.raises(ValueError, match="trust_long"):
         trusted_concat([trusted, good_long()])
+
+
+def test_shared_ids_are_interned_strings_and_other_ids_are_kept_as_they_are():
+    import sys
+
+    from medhelm_core.agreement.contract import shared_ids
+
+    made = ["".join(["item", str(n)]) for n in range(3)]  # new string objects, not yet interned
+    found = shared_ids(pd.Index(made))
+    assert found.dtype == object and found.tolist() == made
+    assert all(i is sys.intern(i) for i in found)
+    assert shared_ids([]).dtype == object and len(shared_ids([])) == 0
+    assert shared_ids(["x", 3]).tolist() == ["x", 3] and shared_ids(pd.Index([1, 2])).tolist() == [1, 2]
