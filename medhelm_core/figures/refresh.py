@@ -19,7 +19,6 @@ also logged with its traceback. Nothing here knows Streamlit: the page reads a :
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import threading
 import time
@@ -27,10 +26,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Generic, TypeVar
 
 from medhelm_core.errors import MedhelmError
+from medhelm_core.tuning import release_free_memory
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -297,26 +296,6 @@ class RefreshStore(Generic[T]):
                 else:
                     entry.wanted = None
                 job.done.set()
-
-
-def release_free_memory() -> None:
-    """Give the heap a computation freed back to the system (glibc's ``malloc_trim``; nothing elsewhere).
-
-    A recompute of a 20,000-item study allocates and frees tens of MB of temporary frames in its own thread's
-    heap arena; glibc keeps them, so the app's resident memory grew by the recompute's peak each time (by about
-    35 MB per arena measured here) although the figures kept are small. A trim costs a few milliseconds.
-    """
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@lru_cache(maxsize=1)
-def _malloc_trim() -> Callable[[int], int] | None:
-    try:
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
 
 
 def _utcnow() -> datetime:
