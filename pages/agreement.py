@@ -47,6 +47,11 @@ st.title("Agreement")
 eng = engine()
 
 
+#: a chart across the page at its own height plus room for its title and axis (Streamlit's theme squeezes a layered
+#: chart with a nominal y axis to one row when left to size it)
+WIDE = {"width": "stretch", "room": 110}
+
+
 def rerun_when(ready: Callable[[], bool]) -> None:
     """Poll until ``ready()`` (current figures computed in the background), then rerun the page to draw them."""
 
@@ -184,7 +189,7 @@ st.dataframe(
     },
 )
 st.caption(markdown_literal(displays.headline_method(protocol, benchmarks)))
-chart(computed, ("icc", criterion), lambda: figures.icc_chart(headline, criterion), width="stretch", room=110)
+chart(computed, ("icc", criterion), lambda: figures.icc_chart(headline, criterion), **WIDE)
 
 v = computed.views(criterion)
 picked: dict[str, list[str]] = {}
@@ -204,14 +209,14 @@ if v.means["jury"].notna().any():
 st.subheader("Per-judge agreement")
 if computed.judges["judge"].ne("jury (mean)").any():
     chart(computed, ("judges", criterion), lambda: figures.judge_chart(computed.judges, POOLED, criterion),
-          width="stretch", room=110)
+          **WIDE)
 else:
     st.caption("Per-judge agreement needs a jury run with several judges; this one has one (or recorded means).")
 
 subsets = extra_table("judge_subsets")
 if subsets is not None and not subsets.empty:
     st.subheader("Which judges to trust")
-    chart(subsets, "judge subsets", lambda: figures.judge_subset_chart(subsets), width="stretch", room=110)
+    chart(subsets, "judge subsets", lambda: figures.judge_subset_chart(subsets), **WIDE)
     st.dataframe(displays.subsets_display(subsets), hide_index=True)
     st.caption("Each judge alone, all judges, and the jury without each judge (composite), against the clinicians' "
                "ceiling: each clinician against the mean of the others (median, with their range as a band).")
@@ -248,7 +253,7 @@ else:
     found = compared.value if compared.figures is not None else None
     if found is not None and not found.table.empty:
         chart(found, "versions", lambda: figures.version_chart(found.table, found.ceiling, found.ceiling_low,
-                                                               found.ceiling_high), width="stretch", room=110)
+                                                               found.ceiling_high), **WIDE)
         st.dataframe(displays.versions_display(found.table), hide_index=True)
         st.caption(f"On the {int(found.table['n_items'].iloc[0])} items every version scored; a change counts when "
                    "its paired bootstrap interval (the same resampled items for both versions) excludes 0. The band "
