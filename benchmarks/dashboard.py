@@ -60,6 +60,7 @@ from medhelm_core.db.models import (
 from medhelm_core.figures import (
     FigureKey,
     compute_agreement,
+    compute_figures,
     criterion_views,
     data_version,
     fresh_figures,
@@ -343,12 +344,29 @@ def app_memory(pid: int) -> tuple[float, float]:
     return tuple(round(int(fields[k].split()[0]) / 1024, 1) for k in ("VmRSS", "VmHWM"))  # type: ignore[return-value]
 
 
+def same_as_whole(reloaded, whole, figures) -> None:
+    """Stop unless the reloaded scores equal a whole load and the updated tables (agreement, AC2/kappa, judge
+    subsets, each recomputed only where the rating touched) equal those computed whole from it, to the last bit."""
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(reloaded.long, whole.long, check_exact=True)
+    pd.testing.assert_frame_equal(figures.data.long, whole.long, check_exact=True)
+    fresh = compute_figures(whole, figures.protocol)
+    for name, updated, computed in (("agreement", figures.table, fresh.table),
+                                    ("robust", figures.robust(), fresh.robust()),
+                                    ("judge subsets", figures.judge_subsets(), fresh.judge_subsets())):
+        try:
+            pd.testing.assert_frame_equal(updated, computed, check_exact=True)
+        except AssertionError as error:
+            raise SystemExit(f"the updated {name} table differs from one computed whole: {error}") from error
+
+
 def incremental_runs(engine, study_id: int, changes: int, n_clinicians: int) -> dict[str, float]:
     """Seconds to the current figures after a new rating, without the page, medians over ``changes`` new ratings:
     the scores read again (only the rated item's benchmark, :func:`reload_dashboard_data`), the figures the page
     draws first (``fresh_figures``: data version, scores, the agreement table's touched scopes, the views viewed)
     and then the extra tables, which the page refreshes on their own (AC2/kappa and the judge subsets, their
-    touched scopes)."""
+    touched scopes). Each update is checked equal to a whole recompute (:func:`same_as_whole`), untimed."""
     with Session(engine) as s:
         study = s.get(Study, study_id)
         key = FigureKey.of(engine, study, None, study.agreement_protocol)
@@ -363,7 +381,9 @@ def incremental_runs(engine, study_id: int, changes: int, n_clinicians: int) -> 
         with Session(engine) as s:
             study = s.get(Study, study_id)
             changed = changed_benchmarks(before, data_version(s, study))
-            reloads.append(timed(reload_dashboard_data, s, study, previous, changed)[0])
+            took, reloaded = timed(reload_dashboard_data, s, study, previous, changed)
+            reloads.append(took)
+            whole = load_dashboard_data(s, study)  # untimed: what the reload and the updates must equal
         del previous
         t = time.perf_counter()
         figures = fresh_figures(engine, key)
@@ -371,6 +391,7 @@ def incremental_runs(engine, study_id: int, changes: int, n_clinicians: int) -> 
         t = time.perf_counter()
         figures.robust(), figures.judge_subsets()
         extras.append(time.perf_counter() - t)
+        same_as_whole(reloaded, whole, figures)
     return {"reload": statistics.median(reloads), "fresh_after_change": statistics.median(primary),
             "extras_after_change": statistics.median(extras)}
 
@@ -470,7 +491,7 @@ def report(r: dict, args: argparse.Namespace) -> None:
           f"{r['load_s']} s)")
     print(f"  current figures after a rating:  {r['fresh_figures_after_change_s']} s (data version, scores, the "
           f"touched scopes, the views viewed; target {fresh_target(r['items']):g} s), then the extra tables "
-          f"{r['extras_after_change_s']} s more")
+          f"{r['extras_after_change_s']} s more; each equal to a whole recompute, to the last bit")
     print(f"  full recompute after a change:   load {r['load_s']} s + agreement table {r['agreement_s']} s + "
           f"views {r['views_s']} s = {r['recompute_s']} s")
     if "baseline_rev" in r:
