@@ -41,6 +41,9 @@ _OLD_MEDHELM_DESCRIPTION = (
 #: the paper's choice for its jury-clinician ICC (0.474): the MedHELM protocol over aci_bench and medi_qa pooled
 MEDHELM_PAPER_BENCHMARKS = ("aci_bench", "medi_qa")
 
+#: the demo study's seed of the clinicians' queues and of the assignment (a real study draws its own at random)
+DEMO_ORDER_SEED = 20250529
+
 #: Local demo accounts (username, role, password). For a demo on your own machine only.
 DEMO_ACCOUNTS = (
     ("admin", "admin", "admin-demo"),
@@ -69,13 +72,16 @@ def seed_demo(engine: Engine) -> DemoReport:
             if session.exec(select(User).where(User.username == username)).first() is None:
                 add_user(session, username, role, password, display_name=username.capitalize())
                 report.accounts_created.append(username)
-        demo, _ = get_or_create_study(
+        demo, new_demo = get_or_create_study(
             session,
             DEMO_STUDY,
             title="Demo: clinical answers from three models",
             description="Written for this project (no real patient data): patient questions, visit notes, "
             "treatment plans and medication questions, each answered by three models.",
         )
+        if new_demo:  # the same queues and assignments on every machine, so demos and the tests on them repeat
+            demo.order_seed = DEMO_ORDER_SEED
+            session.add(demo)
         report.studies[DEMO_STUDY] = import_paths(session, demo, [DEMO_ITEMS], "jsonl")
         # Each demo item goes to two of the three demo clinicians, so they can start rating at once.
         demo_clinicians = [name for name, role, _ in DEMO_ACCOUNTS if role == "clinician"]

@@ -8,8 +8,9 @@ from sqlmodel import Session, select
 from support.helpers import table_counts
 
 from medhelm_core.accounts.users import verify_credentials
-from medhelm_core.db.models import JudgeVerdict, JuryRun
-from medhelm_core.demo import DEMO_ACCOUNTS, DEMO_ITEMS, DEMO_STUDY, MEDHELM_STUDY, seed_demo
+from medhelm_core.db.engine import make_engine
+from medhelm_core.db.models import Assignment, JudgeVerdict, JuryRun
+from medhelm_core.demo import DEMO_ACCOUNTS, DEMO_ITEMS, DEMO_ORDER_SEED, DEMO_STUDY, MEDHELM_STUDY, seed_demo
 from medhelm_core.studies import get_study, summarise_study
 
 
@@ -41,3 +42,19 @@ def test_seed_demo_is_idempotent(engine):
     assert demo_runs == []  # no judge verdicts are invented for the demo study
     assert medhelm.items == 74 and medhelm.ratings == 396 and medhelm.raters == 17
     assert [r.study_id for r in recorded] != [demo_id]
+
+
+def test_the_demo_gives_the_same_assignments_and_queues_on_every_machine(tmp_path):
+    """A demo (and every test built on it) is the same each time it is seeded: its study's seed is fixed."""
+    seen = []
+    for n in range(2):
+        engine = make_engine(f"sqlite:///{tmp_path / f'demo{n}.db'}")
+        seed_demo(engine)
+        with Session(engine) as s:
+            demo = get_study(s, DEMO_STUDY)
+            assert demo.order_seed == DEMO_ORDER_SEED
+            rows = s.exec(select(Assignment.item_id, Assignment.user_id, Assignment.position)
+                          .where(Assignment.study_id == demo.id).order_by(Assignment.id)).all()
+        engine.dispose()
+        seen.append([tuple(r) for r in rows])
+    assert seen[0] and seen[0] == seen[1]

@@ -48,6 +48,7 @@ def rate_demo(engine: Engine, *, hostile_item: bool = True, lenient: str = "clin
         truth = {i.id: rng.uniform(1.5, 4.5) for i in items}
         rows = s.exec(
             select(Assignment, User).join(User, User.id == Assignment.user_id).where(Assignment.study_id == study.id)
+            .order_by(Assignment.id)  # the scores are drawn in this order: the same data in every test process
         ).all()
         for assignment, user in rows:
             item = s.get(Item, assignment.item_id)
