@@ -8,6 +8,7 @@ adjusted group size k0, Krippendorff's alpha, and each clinician against the mea
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import krippendorff
 import numpy as np
@@ -32,16 +33,48 @@ from medhelm_core.agreement.icc import (
 from medhelm_core.agreement.pairs import zscore_within
 
 Float = NDArray[np.float64]
+Codes = NDArray[np.intp]
 
 ALPHA_LEVELS: tuple[str, ...] = ("interval", "ordinal")
 
 
-def _sorted_ids(ids: pd.Series) -> tuple[str, ...]:
-    """The distinct ids as a sorted tuple of interned strings: sorted by pandas (Arrow's sort, in C) rather than by
-    Python over 100,000 strings taken out of Arrow one by one. UTF-8's byte order is the code points' order, so the
-    order is ``sorted``'s."""
-    distinct = ids.astype(str).drop_duplicates().sort_values()
-    return tuple(shared_ids(distinct).tolist())
+@dataclass(frozen=True)
+class CodedScores:
+    """One score per (item, rater), the ids coded once: ``item`` and ``rater`` are codes into ``item_names`` and
+    ``rater_names``, both in sorted id order (interned strings). A benchmark scope codes its ids once
+    (:class:`~medhelm_core.agreement.scopes.ScopeScores`) and the clinicians' one-way ICC and leave-one-out figures
+    reuse them, instead of each hashing the same 40,000 id strings again."""
+
+    item: Codes
+    rater: Codes
+    score: Float
+    n_ratings: NDArray[np.int64]
+    item_names: NDArray[np.object_]
+    rater_names: NDArray[np.object_]
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, targets: str = "item_id", raters: str = "rater_id", ratings: str = "score",
+           n_ratings: str | None = None) -> CodedScores:
+        """Code a frame's ids (as strings, in sorted order); ``n_ratings`` names the column of ratings behind each
+        score (default one each)."""
+        item, items = pd.factorize(frame[targets].astype(str), sort=True)
+        rater, names = pd.factorize(frame[raters].astype(str), sort=True)
+        behind = (frame[n_ratings].to_numpy(dtype=np.int64) if n_ratings is not None
+                  else np.ones(len(frame), dtype=np.int64))
+        return cls(item, rater, frame[ratings].to_numpy(dtype=float), behind, shared_ids(pd.Index(items)),
+                   shared_ids(pd.Index(names)))
+
+    def compacted(self) -> CodedScores:
+        """The same scores with codes only for the items and raters that have a score (in the same order)."""
+        items, item = np.unique(self.item, return_inverse=True)
+        raters, rater = np.unique(self.rater, return_inverse=True)
+        return CodedScores(item.astype(np.intp), rater.astype(np.intp), self.score, self.n_ratings,
+                           self.item_names[items], self.rater_names[raters])
+
+    def rows(self, keep: NDArray[np.bool_]) -> CodedScores:
+        """The scores where ``keep`` is true, with the same codes."""
+        return CodedScores(self.item[keep], self.rater[keep], self.score[keep], self.n_ratings[keep],
+                           self.item_names, self.rater_names)
 
 
 def icc1_unbalanced(
@@ -83,12 +116,17 @@ def icc1_unbalanced(
     >>> icc1_unbalanced(d).loc[0, "k0"].round(3)
     np.float64(2.222)
     """
-    d = checked_scores(data, targets, raters, ratings)
-    sizes = d.groupby(targets)[ratings].transform("size")
-    d = d[sizes >= 2]
-    items = _sorted_ids(d[targets])
-    used_raters = _sorted_ids(d[raters])
-    n, big_n = len(items), len(d)
+    return icc1_from_codes(CodedScores.of(checked_scores(data, targets, raters, ratings), targets, raters, ratings),
+                           confidence)
+
+
+def icc1_from_codes(scores: CodedScores, confidence: float = 0.95) -> pd.DataFrame:
+    """:func:`icc1_unbalanced` on scores already coded (one per item and rater)."""
+    sizes = np.bincount(scores.item, minlength=len(scores.item_names))
+    kept = scores.rows(sizes[scores.item] >= 2)
+    items = tuple(kept.item_names[np.flatnonzero(sizes >= 2)].tolist())
+    used_raters = tuple(kept.rater_names[np.unique(kept.rater)].tolist())
+    n, big_n = len(items), len(kept.score)
     base = {
         "n_items": n,
         "n_ratings": big_n,
@@ -119,12 +157,13 @@ def icc1_unbalanced(
 
     if n < MIN_ITEMS:
         return table({}, f"fewer than {MIN_ITEMS} items rated at least twice (n={n})")
-    groups = d.groupby(targets)[ratings]
+    score = pd.Series(kept.score)
+    groups = score.groupby(kept.item, sort=True)  # integer codes in sorted id order: the groups of the ids
     k_i = groups.size().to_numpy(dtype=float)
     means = groups.mean().to_numpy()
-    grand = d[ratings].mean()
+    grand = score.mean()
     ssb = float((k_i * (means - grand) ** 2).sum())
-    ssw = float(((d[ratings] - groups.transform("mean")) ** 2).sum())
+    ssw = float(((score - groups.transform("mean")) ** 2).sum())
     df1, df2 = n - 1, big_n - n
     msb, msw = ssb / df1, ssw / df2
     k0 = (big_n - (k_i**2).sum() / big_n) / df1
@@ -335,12 +374,16 @@ def loco_from_scores(scores: pd.DataFrame, standardize: bool = True, confidence:
     'fewer than 3 shared items (n=2)'
     """
     clin = scores[scores["rater_kind"] == "clinician"]
+    return loco_from_codes(CodedScores.of(clin, n_ratings="n_ratings"), standardize, confidence)
+
+
+def loco_from_codes(scores: CodedScores, standardize: bool = True, confidence: float = 0.95) -> pd.DataFrame:
+    """:func:`loco_from_scores` on the clinicians' scores already coded (one per item and clinician)."""
+    scores = scores.compacted()
     # Everything from the ratings themselves (a few per item), never an items x clinicians matrix: at 100,000 items
     # and 50 clinicians that matrix had 5 million cells and was scanned once per clinician.
-    item_codes, item_index = pd.factorize(clin["item_id"], sort=True)  # codes in sorted id order
-    rater_codes, raters = pd.factorize(clin["rater_id"], sort=True)
-    score = clin["score"].to_numpy(dtype=float)
-    n_items, n_raters = len(item_index), len(raters)
+    item_codes, rater_codes, score = scores.item, scores.rater, scores.score
+    n_items, n_raters = len(scores.item_names), len(scores.rater_names)
     count = np.bincount(item_codes, minlength=n_items)  # clinicians per item
     with np.errstate(divide="ignore", invalid="ignore"):  # items rated once are never used
         others_mean = (np.bincount(item_codes, weights=score, minlength=n_items)[item_codes] - score) / (
@@ -354,10 +397,10 @@ def loco_from_scores(scores: pd.DataFrame, standardize: bool = True, confidence:
     shares = sparse.csr_matrix((np.ones(order.size), (owner, items)), shape=(n_raters, n_items))
     rates = sparse.csr_matrix((np.ones(item_codes.size), (item_codes, rater_codes)), shape=(n_items, n_raters))
     others_rated = (shares @ rates).toarray() > 0
-    on_item = np.bincount(item_codes, weights=clin["n_ratings"].to_numpy(dtype=float), minlength=n_items)
+    on_item = np.bincount(item_codes, weights=scores.n_ratings.astype(float), minlength=n_items)
     n_ratings = np.bincount(owner, weights=on_item[items], minlength=n_raters)
-    item_ids = shared_ids(pd.Index(item_index))
-    raters = pd.Index(raters)
+    item_ids = scores.item_names
+    raters = pd.Index(scores.rater_names)
     rows, pairs = [], []
     for j in sorted(range(n_raters), key=lambda c: raters[c]):
         rater, part = raters[j], order[starts[j]:starts[j + 1]]

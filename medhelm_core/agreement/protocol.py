@@ -30,7 +30,7 @@ import pandas as pd
 
 from medhelm_core.agreement.bootstrap import check_bootstrap
 from medhelm_core.agreement.contract import COMPOSITE, MIN_ITEMS, on_scale, rater_scores, validate_long
-from medhelm_core.agreement.incomplete import icc1_unbalanced, krippendorff_alpha, loco_from_scores
+from medhelm_core.agreement.incomplete import icc1_from_codes, krippendorff_alpha, loco_from_codes
 from medhelm_core.agreement.interpret import KOO_LI_METHODS, form_words, koo_li_interval_reading, koo_li_reading
 from medhelm_core.agreement.judges import CLINICIAN_CEILING, clinician_ceiling
 from medhelm_core.agreement.pairs import PAIR_FORMS, zscore_within
@@ -108,15 +108,15 @@ def comparison_name(rater_id: str, rater_kind: str, n_jury: int = 1) -> str:
 def _ceiling_rows(scope: ScopeScores, n_available: int, confidence: float, loco: bool) -> list[dict[str, object]]:
     """The clinicians' own agreement from every clinician, beside the one pair: the one-way ICC(1) over all
     overlapping clinicians (F interval) and each clinician against the mean of the others (median and range)."""
-    clin = scope.clinicians
+    clin = scope.clinician_codes()
     rows: list[dict[str, object]] = []
-    one_way = icc1_unbalanced(clin, confidence=confidence).rename(columns={"type": "method", "icc": "estimate"})
+    one_way = icc1_from_codes(clin, confidence=confidence).rename(columns={"type": "method", "icc": "estimate"})
     one_way["method"] = one_way["method"] + "_unbalanced"
     one_way["ci_method"] = "F"
     for rec in one_way.to_dict("records"):
         rec = {c: rec[c] for c in TABLE_COLUMNS if c in rec}
         rows.append({"comparison": CLINICIANS_ALL, **rec, "n_available": n_available})
-    per = loco_from_scores(clin, confidence=confidence)
+    per = loco_from_codes(clin, confidence=confidence)
     ceiling = clinician_ceiling(per)
     defined = per[per["icc3k"].notna()]
     used = tuple(sorted({i for items in defined["items_used"] for i in items}))

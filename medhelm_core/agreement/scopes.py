@@ -25,6 +25,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from medhelm_core.agreement.contract import COMPOSITE, rater_scores, shared_ids
+from medhelm_core.agreement.incomplete import CodedScores
 from medhelm_core.agreement.pairs import pair_records, shared_pair_codes, zscore_within
 from medhelm_core.errors import AgreementInputError
 
@@ -204,6 +205,13 @@ class ScopeScores:
     def clinicians(self) -> pd.DataFrame:
         """The clinicians' rows as a frame (for the designs that use every clinician)."""
         return self.frame.iloc[self.clin_rows]
+
+    def clinician_codes(self) -> CodedScores:
+        """The clinicians' scores with this scope's codes (for the one-way ICC and each clinician against the
+        others, which would otherwise code the same ids again)."""
+        rows = self.clin_rows
+        return CodedScores(self.item[rows], self.rater[rows], self.score[rows], self.n_ratings[rows],
+                           self.item_names, self.rater_names)
 
     def side(self, rater: int) -> Side:
         """One rater's scores in this scope, in row order (which fixes the z-score's sums)."""

@@ -117,8 +117,12 @@ def test_bootstrap_of_identical_raters_is_one_throughout(truth: np.ndarray, k: i
 def test_the_ids_used_are_sorted_as_python_sorts_them_and_interned(ids):
     import sys
 
-    from medhelm_core.agreement.incomplete import _sorted_ids
+    from medhelm_core.agreement.incomplete import CodedScores
 
-    found = _sorted_ids(pd.Series(ids, dtype=object))
-    assert found == tuple(sorted({str(i) for i in ids}))
-    assert all(i is sys.intern(i) for i in found)
+    for column in (pd.Series(ids, dtype=object), pd.Series([str(i) for i in ids], dtype="str")):
+        frame = pd.DataFrame({"item_id": column, "rater_id": column, "score": 1.0})
+        coded = CodedScores.of(frame)
+        expected = tuple(sorted({str(i) for i in ids}))
+        assert tuple(coded.item_names.tolist()) == expected and tuple(coded.rater_names.tolist()) == expected
+        assert all(i is sys.intern(i) for i in coded.item_names)
+        assert [coded.item_names[c] for c in coded.item] == [str(i) for i in ids]  # each code names its own id
