@@ -142,8 +142,10 @@ if lookup.updating:
 def extra_table(name: str) -> pd.DataFrame | None:
     """An extra table (its bootstrap takes seconds, so it is kept current on its own), with a note when it is older
     than the figures above; None, with the reason shown, when it failed."""
-    # The first visit draws the headline figures without waiting for the extra tables' bootstrap: they follow.
-    seen = figures.extra_figures(eng, key, version, name, wait=False)
+    # The first visit draws the headline figures without waiting for the extra tables' bootstrap: they follow. Asked
+    # at the version of the figures shown: while newer figures are computed, the tables' bootstrap waits for the
+    # rerun that draws them rather than taking the CPU from it, and then follows with its own note.
+    seen = figures.extra_figures(eng, key, lookup.figures.version, name, wait=False)
     if seen.figures is None and seen.error is None:
         st.caption("Computing this table in the background (its bootstrap takes seconds); it appears here by itself.")
         rerun_when(lambda: not figures.extra_updating(key, name))

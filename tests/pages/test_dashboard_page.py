@@ -169,6 +169,48 @@ def test_a_new_rating_invalidates_the_kept_figures(tmp_path, monkeypatch):
     assert cards(at)["clinician-clinician"] != before
 
 
+def test_after_a_rating_the_bootstrap_tables_wait_for_the_run_that_draws_the_current_figures(tmp_path, monkeypatch):
+    """The extra tables are asked at the version of the figures shown: the run that shows older figures does not
+    start their bootstrap beside the figures' update (it would take the CPU from it); the run that draws the
+    current figures does."""
+    from medhelm_core import figures
+
+    url = copy_of("seeded", tmp_path)
+    add_small_study(url)
+    monkeypatch.setenv("MEDHELM_DATABASE_URL", url)
+    asked: list[object] = []
+    ask = figures.extra_figures
+
+    def recorded(engine, key, version, name, **options):
+        asked.append(version)
+        return ask(engine, key, version, name, **options)
+
+    monkeypatch.setattr(figures, "extra_figures", recorded)
+    at = open_page(url)
+    assert wait_for_updates(timeout=60)
+    engine = make_engine(url)
+    with Session(engine) as s:
+        before = figures.data_version(s, get_study(s, "a-small-study"))
+    with transaction(engine) as s:
+        study = get_study(s, "a-small-study")
+        user = s.exec(select(User).where(User.username == "clinician2")).one()
+        item = s.exec(select(Item).where(Item.study_id == study.id, Item.instance_id == "1")).one()
+        record_rating(s, item=item, rater=user, rubric=rubric_spec(s, study.rubric_id),
+                      scores={"accuracy": 5, "completeness": 5, "clarity": 5})
+    with Session(engine) as s:
+        after = figures.data_version(s, get_study(s, "a-small-study"))
+    engine.dispose()
+    assert after != before
+    asked.clear()
+    at.run()  # the figures of `before`, marked stale, while those of `after` are computed
+    assert asked and set(asked) == {before}
+    assert wait_for_updates(timeout=60)
+    asked.clear()
+    at.run()  # the current figures, and now their tables
+    assert not at.exception
+    assert asked and set(asked) == {after}
+
+
 def test_the_first_visit_draws_the_headline_without_waiting_for_the_bootstrap_tables(tmp_path, monkeypatch):
     url = copy_of("rated", tmp_path)  # a database no earlier test computed figures for
     monkeypatch.setenv("MEDHELM_DATABASE_URL", url)
