@@ -11,6 +11,9 @@ that no writer can forget them:
 - Core statements run through a session (``session.execute(insert(Rating), rows)``, an ``update(...)``) are
   noted as they execute: an insert by the item ids or study ids of its rows, an update or delete by a where
   clause as "some study" (every study's figures are recomputed: rare, and never stale);
+- a write of a benchmark's scores other than the clinicians' ratings (verdicts, metric scores, gold ranges) also
+  bumps that benchmark's :func:`others_scope`: a reload after a rating, which leaves it as it was, reads the
+  clinicians' rows of the benchmark again and keeps the rest;
 - at commit, the noted items are resolved to their study and benchmark and every touched counter is bumped, in
   key order (no deadlock between two committers), just before the commit: the row lock a bump takes on
   PostgreSQL is held for the commit only, never while a long import or assignment runs.
@@ -49,6 +52,8 @@ WHOLE_STUDY = "*"
 ANY_STUDY = 0
 #: tables whose rows hang off an item: a write is located by ``item_id``
 ITEM_TABLES = frozenset(m.__tablename__ for m in (Rating, RatingSubmission, JudgeVerdict, MetricScore, GoldRange))
+#: tables of the clinicians' own ratings: a write there leaves a benchmark's :func:`others_scope` as it is
+CLINICIAN_TABLES = frozenset(m.__tablename__ for m in (Rating, RatingSubmission))
 #: tables located by ``study_id`` (or, for the study itself, ``id``): a write concerns the whole study
 STUDY_TABLES = frozenset(m.__tablename__ for m in (Item, JuryRun, Study))
 #: every model whose writes can change a figure
@@ -56,6 +61,8 @@ TRACKED = (Item, Rating, RatingSubmission, JudgeVerdict, JuryRun, MetricScore, G
 #: ids per ``IN`` list when locating items (under SQLite's and PostgreSQL's parameter limits)
 _CHUNK = 5000
 _PENDING = "medhelm_data_versions"
+#: what joins a benchmark's name to its others scope (a control character: no imported benchmark name holds one)
+_OTHERS = "\x1fothers"
 
 Key = tuple[int, str]
 
@@ -75,8 +82,27 @@ def bump(session_or_connection: OrmSession | Connection, study_id: int, scope: s
 
 
 def bump_items(session_or_connection: OrmSession | Connection, item_ids: Iterable[int]) -> None:
-    """Bump the counters of the studies and benchmarks of ``item_ids`` now, in the caller's transaction."""
-    _bump(session_or_connection, _locate(session_or_connection, set(item_ids)))
+    """Bump the counters of the studies and benchmarks of ``item_ids`` now, in the caller's transaction, as a write
+    of scores other than the clinicians' ratings (the jury's verdicts): their benchmarks' others scopes too."""
+    _bump(session_or_connection, _locate(session_or_connection, set(item_ids), others=True))
+
+
+def others_scope(benchmark: str) -> str:
+    """The scope counting a benchmark's writes other than the clinicians' ratings (verdicts, metric scores, gold
+    ranges): when it has not changed, neither have the benchmark's jury and metric scores.
+
+    Examples
+    --------
+    >>> from medhelm_core.db.data_versions import others_scope, scope_benchmark
+    >>> scope_benchmark(others_scope("medi_qa")), scope_benchmark("medi_qa")
+    ('medi_qa', 'medi_qa')
+    """
+    return f"{benchmark}{_OTHERS}"
+
+
+def scope_benchmark(scope: str) -> str:
+    """The benchmark a counter's scope belongs to (itself, or the benchmark of an :func:`others_scope`)."""
+    return scope[: -len(_OTHERS)] if scope.endswith(_OTHERS) else scope
 
 
 def renew_tokens(connection: Connection) -> None:
@@ -118,7 +144,7 @@ def scope_version(versions: Iterable[tuple[str, int, str]], benchmark: str) -> t
 
 def _pending(session: OrmSession) -> dict[str, Any]:
     """The writes noted in the session's open transaction; ``seq`` counts the notes (see :func:`study_versions`)."""
-    pending = session.info.setdefault(_PENDING, {"keys": set(), "items": set(), "seq": 0,
+    pending = session.info.setdefault(_PENDING, {"keys": set(), "items": set(), "other_items": set(), "seq": 0,
                                                  "token": secrets.token_hex(8)})
     pending["seq"] += 1
     return pending
@@ -130,7 +156,7 @@ def _note_object(pending: dict[str, set], obj: Any) -> None:
     elif isinstance(obj, (Item, JuryRun)):
         pending["keys"].add((int(obj.study_id) if obj.study_id is not None else ANY_STUDY, WHOLE_STUDY))
     elif obj.item_id is not None:
-        pending["items"].add(int(obj.item_id))
+        pending[_items_of(obj.__tablename__)].add(int(obj.item_id))
     else:
         pending["keys"].add((ANY_STUDY, WHOLE_STUDY))
 
@@ -164,11 +190,16 @@ def _on_execute(state: ORMExecuteState) -> None:
         found = [row.get(field) for row in rows]
         if all(v is not None for v in found):
             if name in ITEM_TABLES:
-                pending["items"].update(int(v) for v in found)
+                pending[_items_of(name)].update(int(v) for v in found)
             else:
                 pending["keys"].update((int(v), WHOLE_STUDY) for v in found)
             return
     pending["keys"].add((ANY_STUDY, WHOLE_STUDY))
+
+
+def _items_of(table: str) -> str:
+    """Where a write of ``table`` notes its items: with the clinicians' ratings, or with the other scores."""
+    return "items" if table in CLINICIAN_TABLES else "other_items"
 
 
 def _rows(state: ORMExecuteState) -> list[Mapping[str, Any]] | None:
@@ -189,9 +220,10 @@ def _before_commit(session: OrmSession) -> None:
     """Flush, then bump every counter the transaction's writes touched, just before it commits."""
     session.flush()
     pending = session.info.pop(_PENDING, None)
-    if not pending or not (pending["keys"] or pending["items"]):
+    if not pending or not (pending["keys"] or pending["items"] or pending["other_items"]):
         return
-    keys = set(pending["keys"]) | _locate(session, pending["items"])
+    keys = set(pending["keys"]) | _locate(session, pending["items"]) | _locate(session, pending["other_items"],
+                                                                              others=True)
     _bump(session, keys)
 
 
@@ -205,8 +237,9 @@ def _after_transaction_end(session: OrmSession, transaction: SessionTransaction)
 # -- writing ---------------------------------------------------------------------------------------------------
 
 
-def _locate(session_or_connection: OrmSession | Connection, item_ids: set[int]) -> set[Key]:
-    """The (study, benchmark) of each item; an item id with no row (deleted) counts as "some study"."""
+def _locate(session_or_connection: OrmSession | Connection, item_ids: set[int], others: bool = False) -> set[Key]:
+    """The (study, benchmark) of each item, and with ``others`` the benchmark's :func:`others_scope` too; an item id
+    with no row (deleted) counts as "some study"."""
     found: set[Key] = set()
     ids = sorted(item_ids)
     seen = 0
@@ -217,6 +250,8 @@ def _locate(session_or_connection: OrmSession | Connection, item_ids: set[int]) 
         ).all()
         seen += len(rows)
         found.update((int(study), str(bench)) for study, bench, _ in rows)
+        if others:
+            found.update((int(study), others_scope(str(bench))) for study, bench, _ in rows)
     if seen < len(ids):
         found.add((ANY_STUDY, WHOLE_STUDY))
     return found

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -28,7 +28,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from medhelm_core.agreement import COMPOSITE, POOLED, rater_scores, validate_long
-from medhelm_core.db.data_versions import WHOLE_STUDY, scope_version
+from medhelm_core.db.data_versions import WHOLE_STUDY, others_scope, scope_benchmark, scope_version
 from medhelm_core.db.models import Study
 from medhelm_core.errors import MedhelmError
 from medhelm_core.figures.data import DashboardData, load_dashboard_data, reload_dashboard_data
@@ -347,7 +347,8 @@ def _load_data(engine: Engine, key: FigureKey, version: Hashable) -> DashboardDa
         study = get_study_by_id(session, key.study_id)
         if previous is None or previous.value is None or changed is None:
             return load_dashboard_data(session, study, key.jury_run)
-        return reload_dashboard_data(session, study, previous.value, changed, key.jury_run)
+        return reload_dashboard_data(session, study, previous.value, changed, key.jury_run,
+                                     clinicians_only(previous.version, version, changed))
 
 
 def changed_benchmarks(before: Hashable, after: Hashable) -> set[str] | None:
@@ -370,7 +371,29 @@ def changed_benchmarks(before: Hashable, after: Hashable) -> set[str] | None:
     scopes = {scope for scope, _, _ in differ}
     if scopes & {WHOLE_STUDY, "?", "~"}:
         return None
-    return scopes
+    # A benchmark's others scope names its benchmark (the scope itself is kept too: a reload ignores names that
+    # are no benchmark of the study).
+    return scopes | {scope_benchmark(scope) for scope in scopes}
+
+
+def clinicians_only(before: Hashable, after: Hashable, benchmarks: Collection[str]) -> set[str]:
+    """Of ``benchmarks`` (changed between two :func:`~medhelm_core.frames.data_version` s), those whose other
+    scores' counter (:func:`~medhelm_core.db.data_versions.others_scope`) is the same in both: only their clinicians'
+    ratings changed.
+
+    Examples
+    --------
+    >>> from medhelm_core.db.data_versions import others_scope
+    >>> old = (1, 60.0, (("*", 3, "t"), ("a", 5, "t"), ("b", 2, "t"), (others_scope("b"), 1, "t")))
+    >>> new = (1, 60.0, (("*", 3, "t"), ("a", 6, "t"), ("b", 3, "t"), (others_scope("b"), 2, "t")))
+    >>> sorted(clinicians_only(old, new, {"a", "b"}))
+    ['a']
+    """
+    def counters(version: Hashable) -> dict[str, tuple[int, str]]:
+        return {scope: (n, token) for scope, n, token in version[2]}  # type: ignore[index]
+
+    old, new = counters(before), counters(after)
+    return {b for b in benchmarks if old.get(others_scope(b)) == new.get(others_scope(b))}
 
 
 def study_data(engine: Engine, key: FigureKey, version: Hashable) -> Lookup[DashboardData]:

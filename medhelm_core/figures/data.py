@@ -195,10 +195,18 @@ def load_dashboard_data(session: Session, study: Study, jury_run_id: int | None 
 
 
 def reload_dashboard_data(
-    session: Session, study: Study, previous: DashboardData, changed: Collection[str], jury_run_id: int | None = None
+    session: Session,
+    study: Study,
+    previous: DashboardData,
+    changed: Collection[str],
+    jury_run_id: int | None = None,
+    clinicians_only: Collection[str] = (),
 ) -> DashboardData:
     """``previous`` with the scores of the ``changed`` benchmarks read again: what a new rating, verdict or metric
-    score calls for (the data-version counters say which benchmarks changed), at a fraction of a whole load.
+    score calls for (the data-version counters say which benchmarks changed), at a fraction of a whole load. Of
+    the benchmarks in ``clinicians_only`` (those whose other scores' counter did not change,
+    :func:`~medhelm_core.db.data_versions.others_scope`) only the clinicians' ratings are read again; their jury and
+    metric rows are kept: a rating's reload skips the verdicts, by far the larger part.
 
     Everything else is taken from ``previous``, which must be this study's and jury-run choice's. Falls back to a
     whole :func:`load_dashboard_data` when the change reaches further: another jury run became the default, a
@@ -211,19 +219,28 @@ def reload_dashboard_data(
         return load_dashboard_data(session, study, jury_run_id)
     identity = previous.items.assign(item_id=previous.items["item_id"].astype(int))
     changed = sorted(set(changed) & known)
+    light = [b for b in changed if b in set(clinicians_only)]
+    whole = [b for b in changed if b not in set(light)]
     chosen = {m: s["settings_hash"] for m, s in previous.metric_settings.items()}
     judges = frozenset(previous.jury_run.judges) if previous.jury_run else frozenset()
     gold = gold_item_ids(session, study)
-    fresh, block, _ = _read_benchmarks(session, study, run, identity, changed, chosen, gold,
-                                       several_judges=len(judges) > 1)
+    before = previous.long if is_trusted(previous.long) else trust_long(previous.long)
+    fresh, blocks = {}, []
+    if whole:
+        fresh, block, _ = _read_benchmarks(session, study, run, identity, whole, chosen, gold,
+                                           several_judges=len(judges) > 1)
+        blocks.append(block)
+    if light:
+        clinician_parts, block = _read_clinicians(session, study, previous.parts, before, light, gold)
+        fresh |= clinician_parts
+        blocks.append(block)
     parts = {b: p for b, p in previous.parts.items() if b not in fresh} | fresh
     if _chosen_variants(parts) != chosen or _judges(parts) != judges:
         return load_dashboard_data(session, study, jury_run_id)
     # The kept rows and the new ones were each checked against the agreement contract; joining them checks only
     # what can break between them, not the whole table again.
-    before = previous.long if is_trusted(previous.long) else trust_long(previous.long)
     kept = trusted_rows(before, np.flatnonzero(~before["benchmark"].isin(changed).to_numpy()))
-    long = trusted_concat([kept, block])
+    long = trusted_concat([kept, *blocks])
     long = trusted_rows(long, np.argsort(pd.factorize(long["benchmark"], sort=True)[0], kind="stable"))
     return replace(
         previous,
@@ -276,6 +293,27 @@ def _read_benchmarks(
     block = pd.concat(rows, ignore_index=True)[LONG_COLUMNS] if rows else pd.DataFrame(columns=LONG_COLUMNS)
     block = without_items(block, gold)
     return parts, trust_long(_sorted_long(block)), settings
+
+
+def _read_clinicians(
+    session: Session,
+    study: Study,
+    parts: Mapping[str, BenchmarkPart],
+    before: pd.DataFrame,
+    benchmarks: Sequence[str],
+    gold: Collection[int],
+) -> tuple[dict[str, BenchmarkPart], pd.DataFrame]:
+    """The parts and rows of ``benchmarks`` with their clinicians' ratings read again and their other rows (the
+    jury's, the judges', the metrics') kept from ``before``: what :func:`_read_benchmarks` gives when only the
+    clinicians' ratings changed, in the same order."""
+    clinicians = clinician_ratings_frame(session, study, benchmarks=benchmarks)
+    firsts = first_submissions_frame(session, study, benchmarks)
+    fresh = {b: replace(parts[b], firsts=firsts[firsts["benchmark"] == b].reset_index(drop=True)) for b in benchmarks}
+    mine = before["benchmark"].isin(list(benchmarks)).to_numpy() & (before["rater_kind"] != "clinician").to_numpy()
+    others = before.iloc[np.flatnonzero(mine)]
+    rated = without_items(clinicians, gold).astype({"item_id": str})
+    block = pd.concat([rated, others], ignore_index=True)[LONG_COLUMNS]
+    return fresh, trust_long(_sorted_long(block))
 
 
 def _sorted_long(long: pd.DataFrame) -> pd.DataFrame:

@@ -1,6 +1,7 @@
-"""After a change, the dashboard reads again only the benchmarks whose counters moved, and the scores it ends up
-with are the ones a whole load gives, row for row: after a rating, a judge's verdict, a gold item, and a metric's
-new settings variant (which reaches every benchmark, so it falls back to a whole load)."""
+"""After a change, the dashboard reads again only the benchmarks whose counters moved (after a rating, only their
+clinicians' ratings), and the scores it ends up with are the ones a whole load gives, row for row: after a rating,
+a judge's verdict, a gold item, and a metric's new settings variant (which reaches every benchmark, so it falls back
+to a whole load)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from medhelm_core.db.engine import make_engine, transaction
 from medhelm_core.db.models import GoldRange, Item, JudgeVerdict, MetricScore, Rating, User, utcnow
 from medhelm_core.demo import DEMO_STUDY
 from medhelm_core.figures import data as data_module
-from medhelm_core.figures.cache import changed_benchmarks
+from medhelm_core.figures.cache import changed_benchmarks, clinicians_only
 from medhelm_core.figures.data import DashboardData, load_dashboard_data, reload_dashboard_data
 from medhelm_core.frames import data_version
 from medhelm_core.rating.ratings import record_rating
@@ -71,11 +72,12 @@ def assert_same(reloaded: DashboardData, whole: DashboardData) -> None:
     assert (reloaded.metric_settings, reloaded.gold_items) == (whole.metric_settings, whole.gold_items)
 
 
-@pytest.mark.parametrize(("change", "whole_load"), [
-    (revise_rating, False), (fail_a_verdict, False), (mark_gold, False), (new_metric_variant, True),
+@pytest.mark.parametrize(("change", "reads"), [
+    (revise_rating, "clinicians"), (fail_a_verdict, "benchmark"), (mark_gold, "benchmark"),
+    (new_metric_variant, "everything"),
 ])
 def test_a_reload_reads_the_changed_benchmark_and_equals_a_whole_load(
-    tmp_path, monkeypatch, change: Callable[[Session], str], whole_load: bool
+    tmp_path, monkeypatch, change: Callable[[Session], str], reads: str
 ):
     engine = make_engine(copy_of("rated", tmp_path))
     with Session(engine) as s:
@@ -85,18 +87,26 @@ def test_a_reload_reads_the_changed_benchmark_and_equals_a_whole_load(
     with transaction(engine) as s:
         benchmark = change(s)
     read: list[object] = []
-    original = data_module.clinician_ratings_frame
+    verdicts_read: list[object] = []
+    original, original_verdicts = data_module.clinician_ratings_frame, data_module.judge_scores_frame
     monkeypatch.setattr(data_module, "clinician_ratings_frame",
                         lambda *a, **k: read.append(k.get("benchmarks")) or original(*a, **k))
+    monkeypatch.setattr(data_module, "judge_scores_frame",
+                        lambda *a, **k: verdicts_read.append(k.get("benchmarks")) or original_verdicts(*a, **k))
     with Session(engine) as s:
         study = get_study(s, DEMO_STUDY)
-        changed = changed_benchmarks(before, data_version(s, study))
-        assert changed == {benchmark}
-        reloaded = reload_dashboard_data(s, study, previous, changed)
+        after = data_version(s, study)
+        changed = changed_benchmarks(before, after)
+        assert changed & set(previous.parts) == {benchmark}
+        only = clinicians_only(before, after, changed) & set(previous.parts)
+        assert only == ({benchmark} if reads == "clinicians" else set())
+        reloaded = reload_dashboard_data(s, study, previous, changed, clinicians_only=only)
         monkeypatch.undo()
         whole = load_dashboard_data(s, study)
     # that benchmark only; a change that reaches further is found there, then everything is read
-    assert read == ([[benchmark], None] if whole_load else [[benchmark]])
+    assert read == ([[benchmark], None] if reads == "everything" else [[benchmark]])
+    # after a rating, the benchmark's verdicts are kept, not read again
+    assert verdicts_read == {"clinicians": [], "benchmark": [[benchmark]], "everything": [[benchmark], None]}[reads]
     assert not reloaded.long.equals(previous.long)
     assert_same(reloaded, whole)
     # both checked against the contract once, so the figures do not check them again

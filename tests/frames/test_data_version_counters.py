@@ -9,7 +9,7 @@ from sqlalchemy import insert, update
 from sqlmodel import Session, select
 
 from medhelm_core.accounts.users import add_user
-from medhelm_core.db.data_versions import bump, scope_version, study_versions
+from medhelm_core.db.data_versions import bump, others_scope, scope_version, study_versions
 from medhelm_core.db.engine import transaction
 from medhelm_core.db.models import (
     GoldRange,
@@ -177,3 +177,33 @@ def test_bump_is_one_call_for_other_writers_and_scopes_split_the_version(engine,
         bump(conn, study["study"], "b0")
     with Session(engine) as s:
         assert scope_version(study_versions(s, study["study"]), "b1") == b1  # b0's write leaves b1's figures
+
+
+def test_only_writes_other_than_the_clinicians_ratings_bump_a_benchmarks_others_scope(engine, study):
+    """A reload after a rating reads the clinicians' rows only when the benchmark's others scope stayed as it was:
+    every write of its verdicts, metric scores or gold ranges (ORM, Core, the jury's bare connection) moves it."""
+    items, now = study["items"], utcnow()
+    others = others_scope("b0")
+
+    def moved(write) -> tuple[bool, bool]:  # noqa: ANN001 - a function of a session
+        before = versions(engine, study)
+        with transaction(engine) as s:
+            write(s)
+        after = versions(engine, study)
+        return after["b0"] != before.get("b0"), after.get(others) != before.get(others)
+
+    assert moved(lambda s: _rate(s, study, 0, 4)) == (True, False)
+    assert moved(lambda s: _rate(s, study, 0, 2)) == (True, False)  # a revision
+    assert moved(lambda s: s.add(JudgeVerdict(jury_run_id=study["run"], item_id=items[0], judge="j",
+                                              scores={"accuracy": 4}))) == (True, True)
+    assert moved(lambda s: s.execute(insert(MetricScore), [
+        {"item_id": items[2], "metric": "rougeL_f", "value": 0.3, "settings": {}, "settings_hash": "h",
+         "computed_at": now}])) == (True, True)
+    assert moved(lambda s: s.add(GoldRange(item_id=items[2], criterion="accuracy", low=1, high=2))) == (True, True)
+    before = versions(engine, study)
+    outcome = VerdictOutcome(item_id=items[0], judge="k", sample=0, cache_key="k2", status="ok",
+                             scores={"accuracy": 5}, explanations={}, prompt="", raw_response="", error=None,
+                             latency_seconds=0.1, prompt_tokens=0, completion_tokens=0, cost_usd=0.0)
+    assert record_verdict(engine, study["run"], outcome) == "new"  # the jury's writer, on a bare connection
+    after = versions(engine, study)
+    assert after[others] == before[others] + 1 and after.get(others_scope("b1")) == before.get(others_scope("b1"))
