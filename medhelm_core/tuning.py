@@ -1,5 +1,5 @@
-"""How a long-lived process of the app computes: where Arrow allocates, how many heaps the C library keeps, and
-how many threads BLAS uses.
+"""How a long-lived process of the app computes: where Arrow allocates, how many heaps the C library keeps, how
+many threads BLAS uses, and what Python's cycle collector scans.
 
 The app's process keeps every open study's scores and figures and recomputes them in background threads while
 it serves clinicians' page runs (:mod:`medhelm_core.figures.cache`). Library defaults that suit a one-off script
@@ -9,6 +9,7 @@ cost it memory and time there; :func:`tune_process` changes them, once per proce
 from __future__ import annotations
 
 import ctypes
+import gc
 from functools import lru_cache
 
 #: glibc's ``mallopt`` parameter for the number of heap arenas (malloc.h)
@@ -19,10 +20,26 @@ ARENAS = 2
 
 @lru_cache(maxsize=1)
 def tune_process() -> None:
-    """Arrow allocates from the C library's heap, in a few arenas, and BLAS runs on the calling thread (see below)."""
+    """Arrow allocates from the C library's heap, in a few arenas, BLAS runs on the calling thread, and the
+    collector leaves the imported modules' objects alone (see below)."""
     use_system_allocator()
     fewer_heap_arenas()
     single_threaded_blas()
+    keep_imports_out_of_collections()
+
+
+def keep_imports_out_of_collections() -> None:
+    """Move the objects that exist now (the imported modules' functions, classes and tables: the app's process
+    holds some 200,000 of them once the Agreement page has been imported) out of the cycle collector's way.
+
+    An update of a 20,000-item study allocates enough containers (rows read, records built) to set off a full
+    collection or two, which walked all of them again: 0.135 s of full collections per update, measured in-process;
+    0.015 s once they were frozen, and the update's median 2.0 s instead of 2.3 s (six interleaved runs each way:
+    the collections also evict the computation's data from the CPU's caches). They live as long as the process
+    does, so the collector could never free them; what later drops out of them is still freed by its reference
+    count (``gc.freeze``; only cycles among them would stay).
+    """
+    gc.freeze()
 
 
 def fewer_heap_arenas(arenas: int = ARENAS) -> bool:
