@@ -67,7 +67,7 @@ from medhelm_core.figures import (
     load_dashboard_data,
     wait_for_updates,
 )
-from medhelm_core.figures.cache import FIGURE_STORE, changed_benchmarks
+from medhelm_core.figures.cache import FIGURE_STORE, changed_benchmarks, clinicians_only
 from medhelm_core.figures.data import reload_dashboard_data
 from medhelm_core.rating.ratings import record_rating
 from medhelm_core.rubric import rubric_spec
@@ -363,10 +363,10 @@ def same_as_whole(reloaded, whole, figures) -> None:
 
 def incremental_runs(engine, study_id: int, changes: int, n_clinicians: int) -> dict[str, float]:
     """Seconds to the current figures after a new rating, without the page, medians over ``changes`` new ratings:
-    the scores read again (only the rated item's benchmark, :func:`reload_dashboard_data`), the figures the page
-    draws first (``fresh_figures``: data version, scores, the agreement table's touched scopes, the views viewed)
-    and then the extra tables, which the page refreshes on their own (AC2/kappa and the judge subsets, their
-    touched scopes). Each update is checked equal to a whole recompute (:func:`same_as_whole`), untimed."""
+    the scores read again (only the rated item's benchmark's clinician ratings, :func:`reload_dashboard_data`), the
+    figures the page draws first (``fresh_figures``: data version, scores, the agreement table's touched scopes, the
+    views viewed) and then the extra tables, which the page refreshes on their own (AC2/kappa and the judge subsets,
+    their touched scopes). Each update is checked equal to a whole recompute (:func:`same_as_whole`), untimed."""
     with Session(engine) as s:
         study = s.get(Study, study_id)
         key = FigureKey.of(engine, study, None, study.agreement_protocol)
@@ -380,8 +380,10 @@ def incremental_runs(engine, study_id: int, changes: int, n_clinicians: int) -> 
         add_rating(engine, study_id, 200 + n, n_clinicians)
         with Session(engine) as s:
             study = s.get(Study, study_id)
-            changed = changed_benchmarks(before, data_version(s, study))
-            took, reloaded = timed(reload_dashboard_data, s, study, previous, changed)
+            after = data_version(s, study)
+            changed = changed_benchmarks(before, after)  # as the page's update reads them: a rating, clinicians only
+            took, reloaded = timed(reload_dashboard_data, s, study, previous, changed, None,
+                                   clinicians_only(before, after, changed))
             reloads.append(took)
             whole = load_dashboard_data(s, study)  # untimed: what the reload and the updates must equal
         del previous
@@ -487,8 +489,8 @@ def report(r: dict, args: argparse.Namespace) -> None:
     old_version = f" (the scanned fingerprint of {r['baseline_rev']}: {r['baseline_data_version_ms']} ms)" \
         if "baseline_rev" in r else ""
     print(f"  data version (every run):        {r['data_version_ms']} ms{old_version}")
-    print(f"  scores after a rating:           {r['reload_s']} s (the rated benchmark read again; a whole load: "
-          f"{r['load_s']} s)")
+    print(f"  scores after a rating:           {r['reload_s']} s (the rated benchmark's ratings read again; a whole "
+          f"load: {r['load_s']} s)")
     print(f"  current figures after a rating:  {r['fresh_figures_after_change_s']} s (data version, scores, the "
           f"touched scopes, the views viewed; target {fresh_target(r['items']):g} s), then the extra tables "
           f"{r['extras_after_change_s']} s more; each equal to a whole recompute, to the last bit")
