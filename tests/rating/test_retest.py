@@ -32,6 +32,7 @@ def build(engine, n_items: int = 24, clinicians: tuple[str, ...] = ("doc",), sha
           overlap: int = 1) -> dict[str, Principal]:
     with transaction(engine) as s:
         study, _ = get_or_create_study(s, "retest")
+        study.order_seed = 20251204  # which items come back is drawn from the seed: the same draw in every run
         for i in range(n_items):
             s.add(Item(study_id=study.id, benchmark="medi_qa", instance_id=str(i), model="m", input_text=f"q{i}",
                        output_text=f"a{i}"))
