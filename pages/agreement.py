@@ -9,7 +9,7 @@ text is drawn with st.text and dataframes, never as markdown or HTML.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -31,6 +31,7 @@ from pages.common import (
     newest_pick,
     pick_study,
     require_page,
+    rerun_when_done,
     session_checked,
     show_item_detail,
     stop_on,
@@ -50,18 +51,6 @@ eng = engine()
 #: a chart across the page at its own height plus room for its title and axis (Streamlit's theme squeezes a layered
 #: chart with a nominal y axis to one row when left to size it)
 WIDE = {"width": "stretch", "room": 110}
-
-
-def rerun_when(ready: Callable[[], bool]) -> None:
-    """Poll until ``ready()`` (current figures computed in the background), then rerun the page to draw them."""
-
-    @st.fragment(run_every=REFRESH_EVERY)
-    @session_checked("agreement")
-    def poll() -> None:
-        if ready():
-            st.rerun()
-
-    poll()
 
 
 study = pick_study("No studies yet: import items on the Data page.", key="agreement_study")
@@ -135,7 +124,7 @@ if note and lookup.error is not None:
 elif note:
     st.warning(markdown_literal(note), icon="⏳")
 if lookup.updating:
-    rerun_when(lambda: not figures.figures_updating(key))
+    rerun_when_done(partial(figures.figures_updating, key), "agreement", REFRESH_EVERY)
 
 
 
@@ -148,7 +137,7 @@ def extra_table(name: str) -> pd.DataFrame | None:
     seen = figures.extra_figures(eng, key, lookup.figures.version, name, wait=False)
     if seen.figures is None and seen.error is None:
         st.caption("Computing this table in the background (its bootstrap takes seconds); it appears here by itself.")
-        rerun_when(lambda: not figures.extra_updating(key, name))
+        rerun_when_done(partial(figures.extra_updating, key, name), "agreement", REFRESH_EVERY)
         return None
     if seen.figures is None:
         st.error(markdown_literal(figures.failure_reason(seen.error)))
@@ -157,7 +146,7 @@ def extra_table(name: str) -> pd.DataFrame | None:
     if extra_note and (seen.error is not None or not note):  # the note above already says the page is updating
         st.caption(markdown_literal(extra_note))
     if seen.updating:
-        rerun_when(lambda: not figures.extra_updating(key, name))
+        rerun_when_done(partial(figures.extra_updating, key, name), "agreement", REFRESH_EVERY)
     return seen.value
 
 
@@ -245,13 +234,13 @@ else:
     compared = figures.version_figures(eng, version_key, lookup.figures.version, wait=False)
     if compared.figures is None and compared.error is None:
         st.caption("Comparing the jury versions in the background; the comparison appears here by itself.")
-        rerun_when(lambda: not figures.versions_updating(version_key))
+        rerun_when_done(partial(figures.versions_updating, version_key), "agreement", REFRESH_EVERY)
     elif compared.figures is None:
         st.error(markdown_literal(figures.failure_reason(compared.error)))
     elif compared.stale:
         st.caption("These are the figures from before the latest changes; updated ones follow by themselves.")
         if figures.versions_updating(version_key) and not lookup.updating:
-            rerun_when(lambda: not figures.versions_updating(version_key))
+            rerun_when_done(partial(figures.versions_updating, version_key), "agreement", REFRESH_EVERY)
     found = compared.value if compared.figures is not None else None
     if found is not None and not found.table.empty:
         chart(found, "versions", lambda: figures.version_chart(found.table, found.ceiling, found.ceiling_low,
@@ -308,6 +297,6 @@ st.caption("A zip with report.html (opens offline), report.pdf, manifest.json an
 # The filters are bound now (a default argument), not looked up at the click: a name reused further down the page
 # (a loop variable `key` of the drill-down did) must not change which report is built.
 st.download_button("Download the calibration report",
-                   data=checked_download("agreement", lambda who, filters=key: report_archive(eng, filters, actor=who)),
+                   data=checked_download("agreement", partial(report_archive, eng, key)),
                    mime="application/zip", file_name=f"{study.name}-calibration-report.zip", on_click="ignore",
                    type="primary")

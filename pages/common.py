@@ -235,6 +235,25 @@ def session_checked(page: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     return decorate
 
 
+def rerun_when_done(updating: Callable[[], bool], page: str, every: str = "1s") -> None:
+    """Poll ``updating()`` (figures computed in the background) every ``every`` until it is False, then rerun the page
+    to draw what is ready.
+
+    Streamlit keeps a page's fragments after the run. A fragment defined in the page, or a lambda of the page's,
+    would keep the page's globals alive with it, and with them the figures and scores that run drew: after a rating,
+    the previous version's as well as the current one (tens of MB at 20,000 items). So the fragment is defined here
+    and ``updating`` is a library function bound with ``functools.partial``, never a lambda of the page's.
+    """
+
+    @st.fragment(run_every=every)
+    @session_checked(page)
+    def poll() -> None:
+        if not updating():
+            st.rerun()
+
+    poll()
+
+
 def checked_download(page: str, make: Callable[[Principal], bytes | str]) -> Callable[[], bytes | str]:
     """The ``data`` callable for ``st.download_button``: ``make(who)`` once :func:`admit` lets the session in to
     ``page`` at the moment the file is asked for; otherwise :class:`~medhelm_core.errors.AccessDenied` is raised

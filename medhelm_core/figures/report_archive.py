@@ -22,7 +22,7 @@ from medhelm_core.figures.cache import FigureKey, fresh_figures
 __all__ = ["report_archive"]
 
 
-def report_archive(engine: Engine, key: FigureKey, *, actor: Actor = None) -> bytes:
+def report_archive(engine: Engine, key: FigureKey, actor: Actor = None) -> bytes:
     """The calibration report (HTML, PDF, manifest and data bundle) for the study and filters of ``key`` as zip
     bytes, from the study's data as it is now: waits for figures being updated, never uses older ones.
 
