@@ -499,16 +499,17 @@ def ratings_needed(scores: pd.DataFrame, status: pd.DataFrame, half_width: float
             reach = z * sd / math.sqrt(n_items)
             notes.append(f"without the jury, even rating all {n_items} items gives +/- {reach:.2f}")
         rho, with_jury = np.nan, np.nan
+        r = float(np.corrcoef(y, f)[0, 1]) if np.ptp(f) > 0 else np.nan  # none when the jury's scores are constant
         if np.ptp(f) == 0:
             notes.append("the jury gives every rated item the same score: it cannot help")
-        elif abs(np.corrcoef(y, f)[0, 1]) < 1e-9:
+        elif abs(r) < 1e-9:
             # ppi_py's optimal pair divides 0 by 0 here; a jury uncorrelated with the clinicians saves nothing
             rho, with_jury = 0.0, without
             notes.append("the jury's scores do not follow the clinicians' here: it cannot help")
-        elif abs(np.corrcoef(y, f)[0, 1]) > 1 - 1e-9:
+        elif abs(r) > 1 - 1e-9:
             # ppi_py refuses a correlation of +/-1 (its power formula divides by 1 - rho^2); on a handful of items
             # a jury can match the clinicians exactly by chance, which says nothing about the next items
-            rho = float(np.sign(np.corrcoef(y, f)[0, 1]))
+            rho = float(np.sign(r))
             notes.append(f"the jury's scores follow the clinicians' exactly on these {n_rated} rated items: rate "
                          "more before planning on the jury")
         else:
