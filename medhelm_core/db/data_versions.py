@@ -61,7 +61,9 @@ TRACKED = (Item, Rating, RatingSubmission, JudgeVerdict, JuryRun, MetricScore, G
 #: ids per ``IN`` list when locating items (under SQLite's and PostgreSQL's parameter limits)
 _CHUNK = 5000
 _PENDING = "medhelm_data_versions"
-#: what joins a benchmark's name to its others scope (a control character: no imported benchmark name holds one)
+#: what joins a benchmark's name to its others scope (led by a control character, unlikely in a benchmark's name;
+#: a benchmark whose name ends with it is still read again when it changes: ``changed_benchmarks`` keeps the scope
+#: itself as well as the benchmark it names)
 _OTHERS = "\x1fothers"
 
 Key = tuple[int, str]

@@ -219,8 +219,9 @@ def reload_dashboard_data(
         return load_dashboard_data(session, study, jury_run_id)
     identity = previous.items.assign(item_id=previous.items["item_id"].astype(int))
     changed = sorted(set(changed) & known)
-    light = [b for b in changed if b in set(clinicians_only)]
-    whole = [b for b in changed if b not in set(light)]
+    only = set(clinicians_only)
+    light = [b for b in changed if b in only]
+    whole = [b for b in changed if b not in only]
     chosen = {m: s["settings_hash"] for m, s in previous.metric_settings.items()}
     judges = frozenset(previous.jury_run.judges) if previous.jury_run else frozenset()
     gold = gold_item_ids(session, study)
