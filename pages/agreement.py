@@ -40,8 +40,9 @@ from pages.common import (
 if TYPE_CHECKING:
     import pandas as pd
 
-#: how often a page showing older figures checks whether the current ones are ready
-REFRESH_EVERY = "1s"
+#: poll(updating): rerun the page once ``updating()`` (a library function bound with partial) is False, checking every
+#: second while the page shows older figures or waits for a table (pages.common.rerun_when_done)
+poll = partial(rerun_when_done, page="agreement", every="1s")
 
 who = require_page("agreement")
 st.title("Agreement")
@@ -124,7 +125,7 @@ if note and lookup.error is not None:
 elif note:
     st.warning(markdown_literal(note), icon="⏳")
 if lookup.updating:
-    rerun_when_done(partial(figures.figures_updating, key), "agreement", REFRESH_EVERY)
+    poll(partial(figures.figures_updating, key))
 
 
 
@@ -137,7 +138,7 @@ def extra_table(name: str) -> pd.DataFrame | None:
     seen = figures.extra_figures(eng, key, lookup.figures.version, name, wait=False)
     if seen.figures is None and seen.error is None:
         st.caption("Computing this table in the background (its bootstrap takes seconds); it appears here by itself.")
-        rerun_when_done(partial(figures.extra_updating, key, name), "agreement", REFRESH_EVERY)
+        poll(partial(figures.extra_updating, key, name))
         return None
     if seen.figures is None:
         st.error(markdown_literal(figures.failure_reason(seen.error)))
@@ -146,7 +147,7 @@ def extra_table(name: str) -> pd.DataFrame | None:
     if extra_note and (seen.error is not None or not note):  # the note above already says the page is updating
         st.caption(markdown_literal(extra_note))
     if seen.updating:
-        rerun_when_done(partial(figures.extra_updating, key, name), "agreement", REFRESH_EVERY)
+        poll(partial(figures.extra_updating, key, name))
     return seen.value
 
 
@@ -234,13 +235,13 @@ else:
     compared = figures.version_figures(eng, version_key, lookup.figures.version, wait=False)
     if compared.figures is None and compared.error is None:
         st.caption("Comparing the jury versions in the background; the comparison appears here by itself.")
-        rerun_when_done(partial(figures.versions_updating, version_key), "agreement", REFRESH_EVERY)
+        poll(partial(figures.versions_updating, version_key))
     elif compared.figures is None:
         st.error(markdown_literal(figures.failure_reason(compared.error)))
     elif compared.stale:
         st.caption("These are the figures from before the latest changes; updated ones follow by themselves.")
         if figures.versions_updating(version_key) and not lookup.updating:
-            rerun_when_done(partial(figures.versions_updating, version_key), "agreement", REFRESH_EVERY)
+            poll(partial(figures.versions_updating, version_key))
     found = compared.value if compared.figures is not None else None
     if found is not None and not found.table.empty:
         chart(found, "versions", lambda: figures.version_chart(found.table, found.ceiling, found.ceiling_low,
@@ -294,7 +295,7 @@ st.caption("A zip with report.html (opens offline), report.pdf, manifest.json an
            "(never from older figures).")
 # The zip is built at the click, in a thread of Streamlit's, outside this run: checked_download checks the
 # session again then (an account disabled since the page was drawn gets nothing) and writes the export as them.
-# The filters are bound now (a default argument), not looked up at the click: a name reused further down the page
+# The filters are bound now (functools.partial), not looked up at the click: a name reused further down the page
 # (a loop variable `key` of the drill-down did) must not change which report is built.
 st.download_button("Download the calibration report",
                    data=checked_download("agreement", partial(report_archive, eng, key)),

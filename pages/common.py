@@ -235,7 +235,7 @@ def session_checked(page: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     return decorate
 
 
-def rerun_when_done(updating: Callable[[], bool], page: str, every: str = "1s") -> None:
+def rerun_when_done(updating: Callable[[], bool], page: str, every: str) -> None:
     """Poll ``updating()`` (figures computed in the background) every ``every`` until it is False, then rerun the page
     to draw what is ready.
 
