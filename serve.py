@@ -23,6 +23,11 @@ from medhelm_core.accounts.session_cookie import session_middleware, session_rou
 from medhelm_core.db.engine import shared_engine
 from medhelm_core.jobs.app_worker import app_worker_lifespan
 from medhelm_core.settings import database_url
+from medhelm_core.tuning import keep_imports_out_of_collections
+
+#: what the pages import that is heavy (pandas and Arrow, the agreement engine, Altair), imported when the server
+#: starts so that their objects are frozen out of the cycle collections before any page run
+PAGE_IMPORTS = ("medhelm_core.figures.cache", "pages.common", "altair")
 
 # app.py builds the navigation with st.navigation. Beside a folder named pages/, Streamlit otherwise takes the app
 # for an old-style multipage app until st.navigation first runs, so the first visitor of a fresh server who opens
@@ -37,7 +42,9 @@ def _engine():  # noqa: ANN202 - the app's Engine, resolved when a request needs
 @asynccontextmanager
 async def _lifespan(server: App) -> AsyncIterator[None]:
     """The server's life, with the app's own job worker (on SQLite): it may resume a jury run before anyone opens a
-    page, so the judges' keys kept as root-level secrets go into the environment first, as the Jury page does."""
+    page, so the judges' keys kept as root-level secrets go into the environment first, as the Jury page does.
+    Before that, with no session yet, the pages' imports are frozen (their first page run would freeze that run)."""
+    keep_imports_out_of_collections(PAGE_IMPORTS)
     try:
         st.secrets.load_if_toml_exists()
     except Exception:  # noqa: BLE001 - a malformed secrets file: keys then come from the environment only

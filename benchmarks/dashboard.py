@@ -16,9 +16,9 @@ scores), all written with bulk inserts. Measured in one run, so the figures are 
   first chart, which comes second): the first run (nothing computed yet, so it computes and waits), warm
   reruns, and, ``--changes`` times, the run right after a new rating (it draws the figures it has, marked
   stale, and starts the update) and the time from that run's start until a rerun draws the current figures;
-- with ``--browser``: a real Chromium against ``streamlit run``, from the click on "Agreement" to the first
-  drawn chart: the first visit, later visits, the visit after a new rating, and until the page has refreshed
-  itself with the current figures (the stale note gone).
+- with ``--browser``: a real Chromium against ``streamlit run serve.py`` (as deployed), from the click on
+  "Agreement" to the first drawn chart: the first visit, later visits, the visit after a new rating, and until the
+  page has refreshed itself with the current figures (the stale note gone); then the app process's memory.
 
     .venv/bin/python benchmarks/dashboard.py [--items 20000] [--clinicians 50] [--changes 3] [--browser]
                                               [--baseline-rev REV | --no-baseline] [--database-url URL] [--json]
@@ -254,9 +254,9 @@ def page_runs(url: str, token: str, warm_runs: int, changes: int, engine, study_
 
 def browser_runs(url: str, warm_runs: int, changes: int, engine, study_id: int,
                  n_clinicians: int) -> dict[str, float]:
-    """Seconds from clicking "Agreement" to the first drawn chart in Chromium against `streamlit run`: the first
-    visit (nothing computed yet), later visits (median), and after each new rating the visit (first chart, older
-    figures marked stale) and until the page has refreshed itself with the current figures (medians)."""
+    """Seconds from clicking "Agreement" to the first drawn chart in Chromium against `streamlit run serve.py`: the
+    first visit (nothing computed yet), later visits (median), and after each new rating the visit (first chart,
+    older figures marked stale) and until the page has refreshed itself with the current figures (medians)."""
     import socket
     import urllib.request
 
@@ -269,7 +269,7 @@ def browser_runs(url: str, warm_runs: int, changes: int, engine, study_id: int,
     # No file watcher, as in a deployment: in a working tree that other jobs edit, it re-scans the tree and takes
     # the CPU (and the GIL) from the page and its background update.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.port", str(port),
+        [sys.executable, "-m", "streamlit", "run", str(REPO / "serve.py"), "--server.port", str(port),
          "--server.headless", "true", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
         cwd=REPO, env={**os.environ, "MEDHELM_DATABASE_URL": url}, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -290,7 +290,8 @@ def browser_runs(url: str, warm_runs: int, changes: int, engine, study_id: int,
             page.goto(base)
             page.get_by_label("Username").fill("bench-researcher")
             page.get_by_role("textbox", name="Password").fill("bench-researcher-pw")
-            page.get_by_role("button", name="Sign in").click()
+            with page.expect_navigation(timeout=60_000):  # the reload that hands the session to the cookie
+                page.get_by_role("button", name="Sign in").click()
             page.get_by_text("Signed in as").wait_for(timeout=60_000)
 
             def visit() -> float:

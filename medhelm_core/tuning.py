@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import importlib
+from collections.abc import Iterable
 from functools import lru_cache
 
 #: glibc's ``mallopt`` parameter for the number of heap arenas (malloc.h)
@@ -20,17 +22,17 @@ ARENAS = 2
 
 @lru_cache(maxsize=1)
 def tune_process() -> None:
-    """Arrow allocates from the C library's heap, in a few arenas, BLAS runs on the calling thread, and the
-    collector leaves the imported modules' objects alone (see below)."""
+    """Arrow allocates from the C library's heap, in a few arenas, and BLAS runs on the calling thread (see
+    below). Safe at any moment, also in the middle of a page run; the server's start also freezes its imports
+    (:func:`keep_imports_out_of_collections`), which is not."""
     use_system_allocator()
     fewer_heap_arenas()
     single_threaded_blas()
-    keep_imports_out_of_collections()
 
 
-def keep_imports_out_of_collections() -> None:
-    """Move the objects that exist now (the imported modules' functions, classes and tables: the app's process
-    holds some 200,000 of them once the Agreement page has been imported) out of the cycle collector's way.
+def keep_imports_out_of_collections(modules: Iterable[str] = ()) -> None:
+    """Import ``modules``, then move every object that exists now (the imported modules' functions, classes and
+    tables: some 250,000 once the Agreement page's imports are in) out of the cycle collector's way.
 
     An update of a 20,000-item study allocates enough containers (rows read, records built) to set off a full
     collection or two, which walked all of them again: 0.135 s of full collections per update, measured in-process;
@@ -38,7 +40,16 @@ def keep_imports_out_of_collections() -> None:
     the collections also evict the computation's data from the CPU's caches). They live as long as the process
     does, so the collector could never free them; what later drops out of them is still freed by its reference
     count (``gc.freeze``; only cycles among them would stay).
+
+    Call it once, when the server starts and before it serves anyone (``serve.py``). A frozen cycle is never
+    collected: frozen in the middle of a page run, the run's own namespace (a cycle with the functions it defines)
+    kept everything the run assigned to it afterwards for the life of the process. Measured when the Agreement
+    page's first run froze: the first visit's scores and figures of a 20,000-item study (about 70 MB) stayed after
+    every later rating, so the process held two versions of them.
     """
+    for name in modules:
+        importlib.import_module(name)
+    gc.collect()
     gc.freeze()
 
 
