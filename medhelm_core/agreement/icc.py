@@ -13,9 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from medhelm_core.agreement.contract import MIN_ITEMS, checked_scores
+from medhelm_core.agreement.special import f_quantile, f_survival
 from medhelm_core.errors import AgreementInputError
 
 ICC_TYPES: tuple[str, ...] = ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k")
@@ -152,19 +152,19 @@ def _f_intervals(
     df1, df_w, df_e = n - 1, n * (k - 1), (n - 1) * (k - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         f1 = msr / msw
-        f1l = f1 / stats.f.ppf(1 - a / 2, df1, df_w)
-        f1u = f1 * stats.f.ppf(1 - a / 2, df_w, df1)
+        f1l = f1 / f_quantile(1 - a / 2, df1, df_w)
+        f1u = f1 * f_quantile(1 - a / 2, df_w, df1)
         f3 = msr / mse
-        f3l = f3 / stats.f.ppf(1 - a / 2, df1, df_e)
-        f3u = f3 * stats.f.ppf(1 - a / 2, df_e, df1)
+        f3l = f3 / f_quantile(1 - a / 2, df1, df_e)
+        f3u = f3 * f_quantile(1 - a / 2, df_e, df1)
         icc2 = iccs["ICC2"]
         fj = msc / mse
         # Satterthwaite degrees of freedom for the two-way random model.
         vn = df_e * (k * icc2 * fj + n * (1 + (k - 1) * icc2) - k * icc2) ** 2
         vd = df1 * k**2 * icc2**2 * fj**2 + (n * (1 + (k - 1) * icc2) - k * icc2) ** 2
         v = vn / vd
-        f2u = stats.f.ppf(1 - a / 2, df1, v)
-        f2l = stats.f.ppf(1 - a / 2, v, df1)
+        f2u = f_quantile(1 - a / 2, df1, v)
+        f2l = f_quantile(1 - a / 2, v, df1)
         l2 = n * (msr - f2u * mse) / (f2u * (k * msc + (k * n - k - n) * mse) + n * msr)
         u2 = n * (f2l * msr - mse) / (k * msc + (k * n - k - n) * mse + n * f2l * msr)
         # Satterthwaite's df is a ratio of squares that can vanish or overflow when the rater means differ
@@ -253,7 +253,7 @@ def icc_records(arr: Float, confidence: float = 0.95) -> list[dict[str, object]]
     with np.errstate(divide="ignore", invalid="ignore"):
         f_one, f_two = res["msr"] / res["msw"], res["msr"] / res["mse"]
     df_w, df_e = n * (k - 1), (n - 1) * (k - 1)
-    p_one, p_two = float(stats.f.sf(f_one, n - 1, df_w)), float(stats.f.sf(f_two, n - 1, df_e))
+    p_one, p_two = float(f_survival(f_one, n - 1, df_w)), float(f_survival(f_two, n - 1, df_e))
     rows: list[dict[str, object]] = []
     for t in ICC_TYPES:
         one_way = t.startswith("ICC1")

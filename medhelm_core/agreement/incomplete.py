@@ -14,7 +14,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy import sparse, stats
+from scipy import sparse
 
 from medhelm_core.agreement.contract import (
     COMPOSITE,
@@ -31,6 +31,7 @@ from medhelm_core.agreement.icc import (
     weighted_sums_of_squares,
 )
 from medhelm_core.agreement.pairs import zscore_within
+from medhelm_core.agreement.special import average_ranks, f_quantile, f_survival
 
 Float = NDArray[np.float64]
 Codes = NDArray[np.intp]
@@ -172,15 +173,15 @@ def icc1_from_codes(scores: CodedScores, confidence: float = 0.95) -> pd.DataFra
         return table({"k0": k0}, note)
     f_val = msb / msw
     a = 1 - confidence
-    f_l = f_val / stats.f.ppf(1 - a / 2, df1, df2)
-    f_u = f_val * stats.f.ppf(1 - a / 2, df2, df1)
+    f_l = f_val / f_quantile(1 - a / 2, df1, df2)
+    f_u = f_val * f_quantile(1 - a / 2, df2, df1)
     values = {
         "ICC1": (msb - msw) / (msb + (k0 - 1) * msw),
         "ICC1k": (msb - msw) / msb,
         "F": f_val,
         "df1": df1,
         "df2": df2,
-        "pval": float(stats.f.sf(f_val, df1, df2)),
+        "pval": float(f_survival(f_val, df1, df2)),
         "k0": k0,
         "ICC1_low": (f_l - 1) / (f_l + k0 - 1),
         "ICC1_high": (f_u - 1) / (f_u + k0 - 1),
@@ -288,7 +289,7 @@ def _segment_ranks(values: Float, segment: NDArray[np.intp], starts: NDArray[np.
     ranked as one sequence keyed by (block, value), and each block's first rank (at ``starts``) is taken back
     to 1."""
     _, codes = np.unique(values, return_inverse=True)
-    ranked = stats.rankdata(segment * (int(codes.max()) + 1) + codes)
+    ranked = average_ranks(segment * (int(codes.max()) + 1) + codes)
     return ranked - starts[segment]
 
 

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from medhelm_core.agreement.contract import COMPOSITE, on_scale, rater_scores, validate_long
 from medhelm_core.agreement.incomplete import loco_from_scores
 from medhelm_core.agreement.pairs import pair_agreement
 from medhelm_core.agreement.scopes import POOLED, benchmark_scopes, clinician_criteria, reused_rows
+from medhelm_core.agreement.special import spearman
 from medhelm_core.errors import AgreementInputError
 
 ALL_JUDGES = "all judges"
@@ -59,7 +59,7 @@ def _tie_safe_spearman(a: pd.Series, b: pd.Series, items: list[str]) -> float:
     y = np.round(b.reindex(items).to_numpy(dtype=float), 9)
     if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
-    return float(stats.spearmanr(x, y).statistic)
+    return spearman(x, y)
 
 
 def _subsets(judges: list[str]) -> list[tuple[str, str, tuple[str, ...]]]:

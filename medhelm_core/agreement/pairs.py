@@ -23,13 +23,14 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy import sparse, stats
+from scipy import sparse
 
 from medhelm_core.agreement.bootstrap import bootstrap_records, check_bootstrap
 from medhelm_core.agreement.contract import MIN_ITEMS
 from medhelm_core.agreement.icc import check_icc_types, icc_records
 from medhelm_core.agreement.intervals import CI_METHODS, TWO_RANDOM_RATERS, absolute_agreement_interval, check_raters
 from medhelm_core.agreement.kappa import weighted_kappa
+from medhelm_core.agreement.special import pearson, spearman
 from medhelm_core.errors import AgreementInputError
 
 #: the forms a pair reports: consistency on z-scores, absolute agreement on the raw scale
@@ -145,9 +146,9 @@ def _correlation(kind: str, x: NDArray[np.float64], y: NDArray[np.float64]) -> f
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind == "pearson":
-            return float(stats.pearsonr(x, y).statistic)
+            return pearson(x, y)
         # Ranks must see tied means as ties; z-scoring leaves them a few ulps apart, so round first.
-        return float(stats.spearmanr(np.round(x, 9), np.round(y, 9)).statistic)
+        return spearman(np.round(x, 9), np.round(y, 9))
 
 
 def check_pair_forms(icc_types: Sequence[str]) -> None:
