@@ -1,5 +1,5 @@
-"""The app's process is tuned once: Arrow on the C heap, few heap arenas, BLAS on the calling thread; the server's
-start leaves the imports out of the cycle collections."""
+"""The app's process is tuned once: Arrow on the C heap, few heap arenas, large blocks mapped on their own, BLAS on
+the calling thread; the server's start leaves the imports out of the cycle collections."""
 
 from __future__ import annotations
 
@@ -27,6 +27,30 @@ def test_the_tuned_process_allocates_arrow_from_the_c_heap_and_runs_blas_on_one_
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
 def test_the_heap_arenas_are_limited_where_the_c_library_is_glibc():
     assert fewer_heap_arenas() is True
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+def test_large_blocks_stay_mapped_on_their_own_after_a_larger_one_was_freed():
+    """glibc's moving threshold would have put the 5 MiB block on the heap after an 8 MiB one was freed."""
+    script = """
+import ctypes
+import numpy as np
+from medhelm_core.tuning import tune_process
+
+class MallInfo(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t)
+                for n in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = MallInfo
+tune_process()
+freed = np.ones(1 << 20)  # 8 MiB, mapped
+del freed
+before = libc.mallinfo2().hblkhd
+kept = np.ones(5 << 17)  # 5 MiB
+print(libc.mallinfo2().hblkhd - before >= 5 << 20)
+"""
+    assert _run(script) == "True"
 
 
 def test_the_servers_start_freezes_the_pages_imports_before_anyone_is_served():
