@@ -72,6 +72,7 @@ from medhelm_core.figures.data import reload_dashboard_data
 from medhelm_core.rating.ratings import record_rating
 from medhelm_core.rubric import rubric_spec
 from medhelm_core.studies import get_or_create_study
+from medhelm_core.tuning import keep_imports_out_of_collections
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the page imports pages.common
@@ -413,6 +414,9 @@ def main() -> None:
                         help="also time a real Chromium (/usr/bin/chromium) from the click to the first chart")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    # As the server does when it starts (serve.py), before anything is computed: without it, the full collections an
+    # update sets off walk every import's objects (a whole load of 20,000 items took 1.55 s instead of 1.05 s).
+    keep_imports_out_of_collections()
     url = args.database_url or f"sqlite:///{Path(tempfile.mkdtemp()) / 'bench.db'}"
     engine = make_engine(url)
     upgrade_database(engine)
