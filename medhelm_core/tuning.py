@@ -78,11 +78,11 @@ def fixed_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
     heap's trim threshold to twice that. An update of a 20,000-item study frees arrays and Arrow buffers of 1 to
     30 MB, so after the first few the updates' large temporaries were carved out of the heaps instead, and what they
     left stayed resident even after :func:`release_free_memory`: measured in the server (``streamlit run serve.py``,
-    Chromium, a rating and the page's refresh at a time, then ``malloc_trim``), 380 MB after the first visit and
-    440-480 MB after 4 to 6 ratings in five runs; with the threshold fixed at 4 MiB, 360-370 MB after 4, 5 and 8
+    Chromium, a rating and the page's refresh at a time, then ``malloc_trim``), 360-400 MB after the first visit and
+    430-480 MB after 4 to 6 ratings in six runs; with the threshold fixed at 4 MiB, 365-370 MB after 5 and 8
     ratings, flat. The update's time did not change (three interleaved pairs of six updates each, in-process:
-    medians 1.60-1.80 s either way); fixed at 128 KiB or 1 MiB, every array of 20,000 floats would be mapped afresh
-    (and its pages faulted in) and the update took 7% to 50% longer. False where the C library is not glibc.
+    medians 1.60-1.80 s either way); fixed at 128 KiB or 1 MiB, many more of the update's arrays were mapped afresh
+    (and their pages faulted in) and the update took 7% to 50% longer. False where the C library is not glibc.
     """
     libc = _glibc()
     return libc is not None and bool(libc.mallopt(_M_MMAP_THRESHOLD, threshold))
