@@ -48,8 +48,6 @@ def pearson(x: ArrayLike, y: ArrayLike) -> float:
 
 
 def spearman(x: ArrayLike, y: ArrayLike) -> float:
-    """Spearman's rho: Pearson's r of the average ranks (NaN when either sample is constant or holds NaN)."""
-    rx, ry = average_ranks(x), average_ranks(y)
-    if np.isnan(rx).any() or np.isnan(ry).any():
-        return float("nan")
-    return pearson(rx, ry)
+    """Spearman's rho: Pearson's r of the average ranks (NaN when either sample is constant or holds NaN, whose rank
+    stays NaN)."""
+    return pearson(average_ranks(x), average_ranks(y))
